@@ -1,0 +1,75 @@
+import type { Writable } from 'node:stream';
+import helmet from '@fastify/helmet';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { apiTokenVerifier } from './auth/api-token-verifier.js';
+import bearer from './auth/bearer.js';
+import { jwtVerifier } from './auth/jwt.js';
+import type { Config } from './config.js';
+import { errorHandler } from './errors.js';
+import { clientErrorHandler } from './http/client-errors.js';
+import { parseJsonBody } from './http/json-body.js';
+import { openApi } from './http/openapi.js';
+import { rateLimit } from './http/rate-limit.js';
+import { notFoundOrWrongMethod } from './http/routing.js';
+import { exactValidatorCompiler } from './http/validation.js';
+import { health } from './ops/health.js';
+import { observability, requestId } from './ops/observability.js';
+import { plantRoutes } from './plants/routes.js';
+import { PlantService } from './plants/service.js';
+import { LIMITS, sharedSchemas } from './schemas.js';
+import type { Storage } from './storage/types.js';
+
+export interface AppDeps {
+  config: Config;
+  storage: Storage;
+  /** Where log lines go; standard output when absent. Tests pass a capture stream. */
+  logStream?: Writable;
+}
+
+/** Process-level options; the server and the tests build the app with exactly these. */
+export function serverOptions(config: Config, logStream?: Writable): FastifyServerOptions {
+  return {
+    logger: {
+      level: config.logLevel,
+      redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
+      ...(logStream ? { stream: logStream } : {}),
+    },
+    disableRequestLogging: true,
+    requestIdHeader: false,
+    genReqId: requestId,
+    return503OnClosing: false,
+    clientErrorHandler,
+    bodyLimit: LIMITS.bodyBytes,
+    // Slow or idle clients must not hold sockets forever.
+    connectionTimeout: 60_000,
+    keepAliveTimeout: 5_000,
+    requestTimeout: 30_000,
+  };
+}
+
+export async function buildApp({ config, storage, logStream }: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify(serverOptions(config, logStream));
+  app.server.headersTimeout = 10_000;
+
+  app.setErrorHandler(errorHandler);
+  app.setValidatorCompiler(exactValidatorCompiler);
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => {
+    try {
+      done(null, parseJsonBody(body as Buffer));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+  for (const schema of sharedSchemas) app.addSchema(schema);
+  notFoundOrWrongMethod(app);
+
+  await app.register(helmet, { global: true });
+  await app.register(observability);
+  await app.register(openApi);
+  await app.register(health, { storage });
+  await app.register(bearer, { apiToken: apiTokenVerifier(storage), jwt: jwtVerifier(config) });
+  await app.register(rateLimit, { rateLimit: config.rateLimit, redisUrl: config.redisUrl });
+  await app.register(plantRoutes, { plants: new PlantService(storage) });
+  return app;
+}

@@ -1,0 +1,8 @@
+export const SCOPES = ['plants:read', 'plants:write'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** Who is calling: the account whose plants they reach and what they may do with them. */
+export interface Caller {
+  account: string;
+  scopes: ReadonlySet<string>;
+}

@@ -1,0 +1,175 @@
+import { readFileSync } from 'node:fs';
+import { InvalidArgumentError, Option } from 'commander';
+
+/**
+ * Every server setting, once: its flag, its environment variable, its default, how its text is
+ * parsed and what `--help` says. The CLI builds its options from this table, so a setting cannot
+ * exist in one place and be missing in another.
+ */
+interface SettingSpec<T> {
+  flag: string;
+  env: string;
+  help: string;
+  default?: T;
+  parse: (text: string) => T;
+}
+
+function integer(min: number, max: number) {
+  return (text: string): number => {
+    if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) {
+      throw new InvalidArgumentError(`expected an integer from ${min} to ${max}`);
+    }
+    return Number(text);
+  };
+}
+
+function text(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('must not be empty');
+  return value;
+}
+
+function httpUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError('expected an http(s) URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('expected an http(s) URL');
+  return value;
+}
+
+function databaseUrl(value: string): string {
+  if (/^sqlite:.+/.test(value) || /^postgres(ql)?:\/\/.+/.test(value)) return value;
+  throw new InvalidArgumentError('expected sqlite:PATH or postgres://...');
+}
+
+function redisUrl(value: string): string {
+  if (/^rediss?:\/\/.+/.test(value)) return value;
+  throw new InvalidArgumentError('expected redis://HOST:PORT');
+}
+
+function pemFile(path: string): string {
+  let pem: string;
+  try {
+    pem = readFileSync(path, 'utf8');
+  } catch {
+    throw new InvalidArgumentError(`cannot read ${path}`);
+  }
+  if (!pem.includes('-----BEGIN')) throw new InvalidArgumentError(`${path} is not a PEM file`);
+  return pem;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+function logLevel(value: string): LogLevel {
+  const level = LOG_LEVELS.find((l) => l === value);
+  if (!level) throw new InvalidArgumentError(`expected one of ${LOG_LEVELS.join(', ')}`);
+  return level;
+}
+
+export const DEFAULT_DATABASE_URL = 'sqlite:./data/plant-store.db';
+
+export const databaseSetting = {
+  flag: '--database <url>',
+  env: 'DATABASE_URL',
+  help: 'storage: sqlite:PATH (embedded file) or postgres://USER@HOST:PORT/DB',
+  default: DEFAULT_DATABASE_URL,
+  parse: databaseUrl,
+} satisfies SettingSpec<string>;
+
+export const serverSettings = {
+  port: { flag: '--port <number>', env: 'PORT', help: 'TCP port to listen on', default: 8080, parse: integer(0, 65535) },
+  host: { flag: '--host <address>', env: 'HOST', help: 'address to listen on', default: '127.0.0.1', parse: text },
+  database: databaseSetting,
+  rateLimit: {
+    flag: '--rate-limit <n>',
+    env: 'RATE_LIMIT',
+    help: 'requests per second per account; 0 turns rate limiting off',
+    default: 0,
+    parse: integer(0, 1_000_000_000),
+  },
+  redisUrl: {
+    flag: '--redis-url <url>',
+    env: 'REDIS_URL',
+    help: 'share the rate limit between instances through this Redis',
+    parse: redisUrl,
+  },
+  workers: { flag: '--workers <n>', env: 'WORKERS', help: 'processes serving the port', default: 1, parse: integer(1, 256) },
+  jwtJwksUrl: {
+    flag: '--jwt-jwks-url <url>',
+    env: 'JWT_JWKS_URL',
+    help: "accept JWTs signed by the keys at this JWKS URL (your identity provider's jwks_uri)",
+    parse: httpUrl,
+  },
+  jwtPublicKey: {
+    flag: '--jwt-public-key <file>',
+    env: 'JWT_PUBLIC_KEY',
+    help: 'accept JWTs signed by the key in this PEM file',
+    parse: pemFile,
+  },
+  jwtIssuer: { flag: '--jwt-issuer <iss>', env: 'JWT_ISSUER', help: 'required JWT issuer (iss)', parse: text },
+  jwtAudience: {
+    flag: '--jwt-audience <aud>',
+    env: 'JWT_AUDIENCE',
+    help: 'required JWT audience (aud); mandatory when JWTs are on',
+    parse: text,
+  },
+  jwtAccountClaim: {
+    flag: '--jwt-account-claim <claim>',
+    env: 'JWT_ACCOUNT_CLAIM',
+    help: 'JWT claim that names the account',
+    default: 'sub',
+    parse: text,
+  },
+  shutdownTimeout: {
+    flag: '--shutdown-timeout <ms>',
+    env: 'SHUTDOWN_TIMEOUT',
+    help: 'on SIGTERM, how long in-flight requests may take before the process exits anyway',
+    default: 10_000,
+    parse: integer(0, 3_600_000),
+  },
+  logLevel: {
+    flag: '--log-level <level>',
+    env: 'LOG_LEVEL',
+    help: LOG_LEVELS.join(' | '),
+    default: 'info' as LogLevel,
+    parse: logLevel,
+  },
+} satisfies Record<string, SettingSpec<unknown>>;
+
+type Specs = typeof serverSettings;
+type ValueOf<S> = S extends SettingSpec<infer T> ? T : never;
+type HasDefault<S> = S extends { default: unknown } ? true : false;
+
+/** The validated settings of a running server; optional settings are absent when not given. */
+export type Config = {
+  [K in keyof Specs as HasDefault<Specs[K]> extends true ? K : never]: ValueOf<Specs[K]>;
+} & {
+  [K in keyof Specs as HasDefault<Specs[K]> extends true ? never : K]?: ValueOf<Specs[K]>;
+};
+
+export function toOption(spec: SettingSpec<unknown>): Option {
+  const option = new Option(spec.flag, spec.help).env(spec.env).argParser((value: string) => spec.parse(value));
+  if (spec.default !== undefined) option.default(spec.default);
+  return option;
+}
+
+/** Thrown for a combination of settings that cannot work; the CLI prints it and exits 2. */
+export class ConfigError extends Error {}
+
+export function checkConfig(config: Config): Config {
+  const jwtOn = config.jwtJwksUrl !== undefined || config.jwtPublicKey !== undefined;
+  if (config.jwtJwksUrl !== undefined && config.jwtPublicKey !== undefined) {
+    throw new ConfigError('set either --jwt-jwks-url or --jwt-public-key, not both');
+  }
+  if (jwtOn && config.jwtAudience === undefined) {
+    throw new ConfigError('JWTs are on but --jwt-audience (JWT_AUDIENCE) is not set; the audience must be checked');
+  }
+  if (!jwtOn && (config.jwtAudience !== undefined || config.jwtIssuer !== undefined)) {
+    throw new ConfigError('--jwt-audience/--jwt-issuer need --jwt-jwks-url or --jwt-public-key');
+  }
+  return config;
+}

@@ -1,0 +1,70 @@
+import { STATUS_CODES } from 'node:http';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+
+/** An error that already knows its HTTP status; thrown where the problem is known. */
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export interface ErrorBody {
+  error: number;
+  message: string;
+}
+
+export const REALM = 'Bearer realm="plant-store"';
+
+/** Messages for the errors Fastify raises itself, so clients see our words, not internals. */
+const FRAMEWORK_MESSAGES: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'request body is larger than 16384 bytes',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'request body is empty; send a JSON object',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Content-Type must be application/json',
+  FST_ERR_BAD_URL: 'malformed URL',
+  FST_ERR_ASYNC_CONSTRAINT: 'malformed request',
+};
+
+export function errorBody(statusCode: number, message: string): ErrorBody {
+  return { error: statusCode, message };
+}
+
+/** Turns anything thrown while handling a request into the one `Error` body. */
+export function toErrorResponse(error: FastifyError | HttpError | Error): {
+  statusCode: number;
+  message: string;
+  headers: Record<string, string>;
+} {
+  if (error instanceof HttpError) {
+    return { statusCode: error.statusCode, message: error.message, headers: error.headers };
+  }
+  const statusCode = (error as FastifyError).statusCode;
+  if (statusCode !== undefined && statusCode >= 400 && statusCode < 500) {
+    const code = (error as FastifyError).code;
+    return { statusCode, message: FRAMEWORK_MESSAGES[code] ?? error.message, headers: {} };
+  }
+  if (statusCode === 503) return { statusCode, message: 'service unavailable', headers: { 'retry-after': '1' } };
+  return { statusCode: 500, message: 'internal server error', headers: {} };
+}
+
+export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const { statusCode, message, headers } = toErrorResponse(error);
+  if (statusCode >= 500) request.log.error({ err: error }, 'request failed');
+  return reply.code(statusCode).headers(headers).type('application/json').send(errorBody(statusCode, message));
+}
+
+/** The raw bytes for a request the HTTP parser rejected before Fastify could see it. */
+export function rawErrorResponse(statusCode: number, message: string): string {
+  const body = JSON.stringify(errorBody(statusCode, message));
+  return (
+    `HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\n` +
+    'Content-Type: application/json\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    'Connection: close\r\n\r\n' +
+    body
+  );
+}

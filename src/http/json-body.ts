@@ -1,0 +1,43 @@
+import { parse } from 'lossless-json';
+import { HttpError } from '../errors.js';
+
+const JSON_MEDIA_TYPE = /^application\/(?:[\w.!#$&^-]+\+)?json$/i;
+const INTEGER_LITERAL = /^-?\d+$/;
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** `application/json` with any parameters, or `application/*+json`. */
+export function isJsonContentType(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  const mediaType = header.split(';', 1)[0]!.trim();
+  return JSON_MEDIA_TYPE.test(mediaType);
+}
+
+/**
+ * Numbers keep their exact value: an integer literal that a double cannot hold becomes a BigInt,
+ * so ids 9007199254740992 and 9007199254740993 stay two different ids. Every other number is an
+ * ordinary JS number (a fraction or exponent form is never a valid id anyway).
+ */
+function exactNumber(literal: string): number | bigint {
+  if (INTEGER_LITERAL.test(literal)) {
+    const value = BigInt(literal);
+    return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value;
+  }
+  return Number(literal);
+}
+
+/** Strict UTF-8, lossless JSON; anything else is a 400 naming the problem. */
+export function parseJsonBody(body: Buffer): unknown {
+  let text: string;
+  try {
+    text = strictUtf8.decode(body);
+  } catch {
+    throw new HttpError(400, 'request body is not valid UTF-8');
+  }
+  if (text.trim() === '') throw new HttpError(400, 'request body is empty; send a JSON object');
+  try {
+    return parse(text, null, exactNumber);
+  } catch (error) {
+    const detail = error instanceof RangeError ? 'nested too deeply' : (error as Error).message;
+    throw new HttpError(400, `malformed JSON: ${detail}`);
+  }
+}

@@ -1,0 +1,20 @@
+import type { FastifySchemaCompiler } from 'fastify';
+import { validateListQuery, validateNewPlant } from '../plants/validate.js';
+
+/** Which exact check stands behind each input schema (see plants/validate.ts for why not Ajv). */
+const EXACT_VALIDATORS: Record<string, (input: unknown) => unknown> = {
+  NewPlant: validateNewPlant,
+  ListQuery: validateListQuery,
+};
+
+export const exactValidatorCompiler: FastifySchemaCompiler<{ $id?: string }> = ({ schema, url, httpPart }) => {
+  const validate = schema.$id === undefined ? undefined : EXACT_VALIDATORS[schema.$id];
+  if (!validate) throw new Error(`no exact validator for the ${httpPart} schema of ${url}`);
+  return (input: unknown) => {
+    try {
+      return { value: validate(input) };
+    } catch (error) {
+      return { error: error as Error };
+    }
+  };
+};

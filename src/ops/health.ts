@@ -1,0 +1,42 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { HttpError } from '../errors.js';
+import { errorResponses } from '../http/openapi.js';
+import type { Storage } from '../storage/types.js';
+import { registry } from './metrics.js';
+
+const Status = Type.Object({ status: Type.String() });
+
+/** Liveness, readiness and Prometheus metrics; none of them needs a token. */
+export async function health(app: FastifyInstance, { storage }: { storage: Storage }) {
+  let stopping = false;
+  app.addHook('preClose', async () => {
+    stopping = true;
+  });
+  // Requests that arrive on a kept-alive connection after SIGTERM: tell the client to go elsewhere.
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!stopping) return;
+    reply.header('connection', 'close');
+    throw new HttpError(503, 'server is stopping; retry on another instance', { 'retry-after': '1' });
+  });
+
+  const open = { tags: ['operations'], security: [] };
+  app.get('/healthz', { schema: { ...open, summary: 'The process is alive', response: { 200: Status } } }, async () => ({
+    status: 'ok',
+  }));
+  app.get(
+    '/readyz',
+    { schema: { ...open, summary: 'Storage answers; 503 while stopping', response: { 200: Status, ...errorResponses(503) } } },
+    async () => {
+      try {
+        await storage.ping();
+      } catch {
+        throw new HttpError(503, 'storage is not reachable', { 'retry-after': '1' });
+      }
+      return { status: 'ready' };
+    },
+  );
+  app.get('/metrics', { schema: { ...open, summary: 'Prometheus metrics (text format)' } }, async (_request, reply) =>
+    reply.type(registry.contentType).send(await registry.metrics()),
+  );
+}

@@ -1,0 +1,40 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { httpDuration, httpRequests } from './metrics.js';
+
+const CLIENT_REQUEST_ID = /^[\w.:@-]{1,128}$/;
+
+/** A client's `X-Request-Id` when it is sane (no log injection), else a fresh UUID. */
+export function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
+  const given = request.headers['x-request-id'];
+  return typeof given === 'string' && CLIENT_REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+function routeLabel(request: FastifyRequest): string {
+  return request.routeOptions.url ?? 'unmatched';
+}
+
+/** One JSON log line and the HTTP metrics for every request; the request id echoed back. */
+export async function observability(app: FastifyInstance) {
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const route = routeLabel(request);
+    const status = String(reply.statusCode);
+    const seconds = reply.elapsedTime / 1000;
+    httpRequests.inc({ method: request.method, route, status });
+    httpDuration.observe({ method: request.method, route, status }, seconds);
+    request.log.info(
+      {
+        method: request.method,
+        route,
+        url: request.url,
+        status: reply.statusCode,
+        account: request.caller?.account,
+        durationMs: Math.round(reply.elapsedTime * 100) / 100,
+      },
+      'request',
+    );
+  });
+}

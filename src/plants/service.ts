@@ -1,0 +1,56 @@
+import { HttpError } from '../errors.js';
+import { createsAcknowledged, plantsCreated, timed } from '../ops/metrics.js';
+import type { NewPlant, Plant } from '../schemas.js';
+import { groupCommit } from '../storage/group-commit.js';
+import type { PlantRecord, Storage } from '../storage/types.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+
+export interface Page {
+  plants: Plant[];
+  /** Cursor of the next page, or null when nothing remains. */
+  next: string | null;
+}
+
+function toPlant(record: PlantRecord): Plant {
+  return record.tag === null ? { name: record.name } : { name: record.name, tag: record.tag };
+}
+
+async function* toPlantChunks(chunks: AsyncIterable<PlantRecord[]>): AsyncIterable<Plant[]> {
+  for await (const chunk of chunks) yield chunk.map(toPlant);
+}
+
+/** The rules of the plants collection, above storage and below HTTP. */
+export class PlantService {
+  private readonly write;
+
+  constructor(private readonly storage: Storage) {
+    this.write = groupCommit(storage);
+  }
+
+  /** Stores the plant, or confirms a retry of it; a different plant under the same id is a 409. */
+  async create(account: string, input: NewPlant): Promise<Plant> {
+    const plant: PlantRecord = { id: input.id, name: input.name, tag: input.tag ?? null };
+    const { created, stored } = await timed('insert', () => this.write({ account, plant }));
+    if (!created && (stored.name !== plant.name || stored.tag !== plant.tag)) {
+      throw new HttpError(409, `a different plant with id ${plant.id} already exists`);
+    }
+    if (created) plantsCreated.inc();
+    createsAcknowledged.inc();
+    return toPlant(stored);
+  }
+
+  async page(account: string, limit: number, cursor: string | undefined): Promise<Page> {
+    const after = cursor === undefined ? null : decodeCursor(cursor);
+    if (limit === 0) return { plants: [], next: null };
+    const rows = await timed('list', () => this.storage.listPlants(account, after, limit + 1));
+    const more = rows.length > limit;
+    const plants = (more ? rows.slice(0, limit) : rows).map(toPlant);
+    return { plants, next: more ? encodeCursor(rows[limit - 1]!.id) : null };
+  }
+
+  /** Every plant from the cursor on; a bad cursor throws here, before any byte is sent. */
+  all(account: string, cursor: string | undefined): AsyncIterable<Plant[]> {
+    const after = cursor === undefined ? null : decodeCursor(cursor);
+    return toPlantChunks(this.storage.streamPlants(account, after));
+  }
+}

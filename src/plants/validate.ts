@@ -1,0 +1,73 @@
+import { HttpError } from '../errors.js';
+import { LIMITS, type ListQuery, type NewPlant } from '../schemas.js';
+
+/**
+ * The exact checks behind the `NewPlant` and `ListQuery` schemas. Ajv cannot do these: it
+ * coerces types ("5" -> 5, "" -> 0) and cannot see a 64-bit integer. The limits come from
+ * `LIMITS`, the same constants the schemas (and so the OpenAPI document) show.
+ */
+
+function bad(message: string): never {
+  throw new HttpError(400, message);
+}
+
+function codePoints(value: string): number {
+  let count = 0;
+  for (const _ of value) count++;
+  return count;
+}
+
+function checkText(field: string, value: unknown, minLength: number): string {
+  if (typeof value !== 'string') bad(`${field} must be a string`);
+  if (value.length < minLength) bad(`${field} must not be empty`);
+  if (value.length > LIMITS.textLength && codePoints(value) > LIMITS.textLength) {
+    bad(`${field} must be at most ${LIMITS.textLength} characters`);
+  }
+  if (value.includes('\u0000')) bad(`${field} must not contain U+0000`);
+  if (!value.isWellFormed()) bad(`${field} must be valid Unicode (it has an unpaired surrogate)`);
+  return value;
+}
+
+function checkId(value: unknown): bigint {
+  if (value === undefined) bad('id is required');
+  if (typeof value === 'bigint') {
+    if (value < LIMITS.int64Min || value > LIMITS.int64Max) bad('id must be within the signed 64-bit integer range');
+    return value;
+  }
+  if (typeof value !== 'number') bad('id must be an integer');
+  if (!Number.isInteger(value)) bad('id must be an integer');
+  if (!Number.isSafeInteger(value)) bad('id beyond ±2^53 must be written as a plain integer (no fraction or exponent)');
+  return BigInt(value);
+}
+
+export function validateNewPlant(body: unknown): NewPlant {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) bad('request body must be a JSON object');
+  const fields = body as Record<string, unknown>;
+  const id = checkId(fields.id);
+  if (fields.name === undefined) bad('name is required');
+  const name = checkText('name', fields.name, 1);
+  if (fields.tag === undefined) return { id, name };
+  return { id, name, tag: checkText('tag', fields.tag, 0) };
+}
+
+const UNSIGNED_INTEGER = /^\d+$/;
+
+function single(name: string, value: unknown): string | undefined {
+  if (Array.isArray(value)) bad(`${name} must be given at most once`);
+  return value as string | undefined;
+}
+
+export function validateListQuery(query: unknown): ListQuery {
+  const params = (query ?? {}) as Record<string, unknown>;
+  const limitText = single('limit', params.limit);
+  const cursor = single('cursor', params.cursor);
+  const result: ListQuery = {};
+  if (limitText !== undefined) {
+    if (!UNSIGNED_INTEGER.test(limitText) || Number(limitText) > LIMITS.limitMax) {
+      bad(`limit must be an integer from 0 to ${LIMITS.limitMax}`);
+    }
+    result.limit = Number(limitText);
+  }
+  if (cursor !== undefined) result.cursor = cursor;
+  return result;
+}

@@ -1,0 +1,77 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+/** The limits of the contract, used by the schemas (hence the OpenAPI document) and the validators. */
+export const LIMITS = {
+  bodyBytes: 16 * 1024,
+  textLength: 256,
+  int64Min: -(2n ** 63n),
+  int64Max: 2n ** 63n - 1n,
+  limitMax: 2_147_483_647,
+} as const;
+
+export const Plant = Type.Object(
+  {
+    name: Type.String({ description: 'The name of the plant' }),
+    tag: Type.Optional(Type.String({ description: 'Tag that specifies the type of the plant; omitted when the plant has none' })),
+  },
+  { $id: 'Plant' },
+);
+export type Plant = Static<typeof Plant>;
+
+export const Plants = Type.Array(Type.Ref(Plant));
+
+export const NewPlant = Type.Object(
+  {
+    id: Type.Unsafe<bigint>({
+      type: 'integer',
+      format: 'int64',
+      description:
+        'Identification number of the plant, unique within the account; exact over the whole signed 64-bit range. ' +
+        'Re-sending an id with the same name and tag returns the stored plant; with a different name or tag, 409.',
+    }),
+    name: Type.String({
+      minLength: 1,
+      maxLength: LIMITS.textLength,
+      description: `The name of the plant: 1 to ${LIMITS.textLength} characters, no U+0000, stored exactly as sent`,
+    }),
+    tag: Type.Optional(
+      Type.String({
+        maxLength: LIMITS.textLength,
+        description: `Tag that specifies the type of the plant: up to ${LIMITS.textLength} characters, no U+0000`,
+      }),
+    ),
+  },
+  { $id: 'NewPlant', additionalProperties: true, description: 'Extra properties are accepted and ignored.' },
+);
+export type NewPlant = Static<typeof NewPlant>;
+
+export const ErrorSchema = Type.Object(
+  {
+    error: Type.Integer({ format: 'int32', description: 'The HTTP status code' }),
+    message: Type.String({ description: 'What went wrong, for a human' }),
+  },
+  { $id: 'Error' },
+);
+
+export const ListQuery = Type.Object(
+  {
+    limit: Type.Optional(
+      Type.Integer({
+        format: 'int32',
+        minimum: 0,
+        maximum: LIMITS.limitMax,
+        description:
+          'Maximum number of plants to return. Without it, every plant of the account is returned (streamed). ' +
+          'When more plants remain, the response carries a Link header with rel="next".',
+      }),
+    ),
+    cursor: Type.Optional(
+      Type.String({ description: 'Opaque position from a rel="next" Link header; do not build it yourself.' }),
+    ),
+  },
+  { $id: 'ListQuery' },
+);
+export type ListQuery = Static<typeof ListQuery>;
+
+/** The `$id`'d shapes, registered once so they become OpenAPI components. */
+export const sharedSchemas = [Plant, NewPlant, ErrorSchema];
