@@ -1,5 +1,6 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 
 const STATUS_MEANINGS: Record<number, string> = {
@@ -26,9 +27,19 @@ export function errorResponses(...statuses: number[]): Record<number, object> {
 const API_DESCRIPTION = `Plant Store keeps each account's plants. Every call needs \`Authorization: Bearer <token>\`:
 an API token from \`plant-store token create\` or, when configured, a JWT from your identity provider.
 A token reaches only its account's plants. Every non-2xx response is an \`Error\` object
-\`{"error": <HTTP status>, "message": "..."}\` with \`Content-Type: application/json\`.`;
+\`{"error": <HTTP status>, "message": "..."}\` with \`Content-Type: application/json\`: an unknown path is a 404,
+a known path with another method a 405 with an \`Allow\` header, and a request the HTTP parser rejects a 400.
+\`/healthz\`, \`/readyz\`, \`/metrics\`, \`/openapi.json\`, \`/openapi.yaml\` and \`/docs\` need no token.`;
 
-export async function openApi(app: FastifyInstance) {
+/** Every status the service can answer with, as reusable components of the document. */
+const RESPONSE_COMPONENTS = Object.fromEntries(
+  Object.entries(STATUS_MEANINGS).map(([status, description]) => [
+    `Error${status}`,
+    { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+  ]),
+);
+
+async function openApiPlugin(app: FastifyInstance) {
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.1',
@@ -40,6 +51,7 @@ export async function openApi(app: FastifyInstance) {
       },
       components: {
         securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'API token or JWT' } },
+        responses: RESPONSE_COMPONENTS,
       },
       security: [{ bearerAuth: [] }],
     },
@@ -51,3 +63,5 @@ export async function openApi(app: FastifyInstance) {
   app.get('/openapi.json', { schema: unsecured }, async () => app.swagger());
   app.get('/openapi.yaml', { schema: unsecured }, async (_request, reply) => reply.type('application/yaml').send(app.swagger({ yaml: true })));
 }
+
+export const openApi = fp(openApiPlugin, { name: 'openapi' });

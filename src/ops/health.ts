@@ -1,3 +1,4 @@
+import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { HttpError } from '../errors.js';
@@ -5,10 +6,10 @@ import { errorResponses } from '../http/openapi.js';
 import type { Storage } from '../storage/types.js';
 import { registry } from './metrics.js';
 
-const Status = Type.Object({ status: Type.String() });
+const Status = Type.Object({ status: Type.String() }, { description: 'OK' });
 
 /** Liveness, readiness and Prometheus metrics; none of them needs a token. */
-export async function health(app: FastifyInstance, { storage }: { storage: Storage }) {
+async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storage }) {
   let stopping = false;
   app.addHook('preClose', async () => {
     stopping = true;
@@ -36,7 +37,9 @@ export async function health(app: FastifyInstance, { storage }: { storage: Stora
       return { status: 'ready' };
     },
   );
-  app.get('/metrics', { schema: { ...open, summary: 'Prometheus metrics (text format)' } }, async (_request, reply) =>
+  app.get('/metrics', { schema: { ...open, summary: 'Prometheus metrics (text format)', produces: ['text/plain'] } }, async (_request, reply) =>
     reply.type(registry.contentType).send(await registry.metrics()),
   );
 }
+
+export const health = fp(healthPlugin, { name: 'health' });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { httpDuration, httpRequests } from './metrics.js';
 
@@ -15,7 +16,7 @@ function routeLabel(request: FastifyRequest): string {
 }
 
 /** One JSON log line and the HTTP metrics for every request; the request id echoed back. */
-export async function observability(app: FastifyInstance) {
+async function observabilityPlugin(app: FastifyInstance) {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -38,3 +39,5 @@ export async function observability(app: FastifyInstance) {
     );
   });
 }
+
+export const observability = fp(observabilityPlugin, { name: 'observability' });

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { describe, it } from 'node:test';
+import { sqlite } from '../helpers/engines.js';
+import { call } from '../helpers/http.js';
+import { isErrorBody, realServer } from '../helpers/suite.js';
+
+/** Sends raw bytes and resolves with everything the server answers before closing. */
+function raw(url: string, bytes: string): Promise<string> {
+  const { port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1', () => socket.end(bytes));
+    let answer = '';
+    socket.on('data', (chunk) => (answer += chunk.toString()));
+    socket.on('close', () => resolve(answer));
+    socket.on('error', reject);
+    socket.setTimeout(5_000, () => socket.destroy(new Error('no answer')));
+  });
+}
+
+function parseRaw(answer: string) {
+  const [head, body] = answer.split('\r\n\r\n', 2);
+  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head!)?.[1]);
+  return { status, head: head!, json: JSON.parse(body!) as unknown };
+}
+
+describe('every non-2xx response is the Error body', () => {
+  const s = realServer(sqlite);
+
+  describe('unknown path is 404', () => {
+    for (const path of ['/', '/nope', '/plants/1', '/plants/', '/PLANTS', '/plants%00']) {
+      it(`GET ${path}`, async () => {
+        const reply = await call(`${s.url}${path}`, { token: s.token });
+        assert.equal(reply.status, 404);
+        assert.ok(isErrorBody(reply), reply.text);
+      });
+    }
+  });
+
+  describe('known path with a wrong method is 405 with Allow', () => {
+    for (const method of ['PUT', 'DELETE', 'PATCH', 'OPTIONS']) {
+      it(`${method} /plants`, async () => {
+        const reply = await call(`${s.url}/plants`, { method, token: s.token });
+        assert.equal(reply.status, 405);
+        assert.ok(isErrorBody(reply));
+        assert.equal(reply.headers.get('allow'), 'GET, HEAD, POST');
+      });
+    }
+    it('POST /healthz', async () => {
+      const reply = await call(`${s.url}/healthz`, { method: 'POST' });
+      assert.equal(reply.status, 405);
+      assert.equal(reply.headers.get('allow'), 'GET, HEAD');
+    });
+    it('a method Fastify does not route (PROPFIND) on /plants', async () => {
+      const { status, head, json } = parseRaw(await raw(s.url, 'PROPFIND /plants HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+      assert.equal(status, 405);
+      assert.match(head, /allow: GET, HEAD, POST/i);
+      assert.deepEqual((json as { error: number }).error, 405);
+    });
+  });
+
+  describe('requests the HTTP parser rejects get a 400 Error body', () => {
+    const broken: Array<[string, string]> = [
+      ['an unknown method', 'FOO /plants HTTP/1.1\r\nHost: x\r\n\r\n'],
+      ['a malformed request line', 'GET\r\n\r\n'],
+      ['a header without a colon', 'GET /plants HTTP/1.1\r\nHost: x\r\nBroken header\r\n\r\n'],
+      ['a bad Content-Length', 'POST /plants HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n'],
+      ['garbage', '\x00\x01\x02 hello\r\n\r\n'],
+    ];
+    for (const [what, bytes] of broken) {
+      it(what, async () => {
+        const { status, head, json } = parseRaw(await raw(s.url, bytes));
+        assert.equal(status, 400);
+        assert.match(head, /content-type: application\/json/i);
+        assert.deepEqual(Object.keys(json as object).sort(), ['error', 'message']);
+        assert.equal((json as { error: number }).error, 400);
+      });
+    }
+  });
+
+  describe('HEAD /plants behaves as GET without a body', () => {
+    it('answers 200 with a token and 401 without', async () => {
+      assert.equal((await call(`${s.url}/plants`, { method: 'HEAD', token: s.token })).status, 200);
+      assert.equal((await call(`${s.url}/plants`, { method: 'HEAD' })).status, 401);
+    });
+  });
+
+  describe('the operational endpoints need no token', () => {
+    for (const path of ['/healthz', '/readyz', '/metrics', '/openapi.json', '/openapi.yaml', '/docs']) {
+      it(`GET ${path} is 200`, async () => {
+        assert.equal((await call(`${s.url}${path}`)).status, 200);
+      });
+    }
+  });
+});

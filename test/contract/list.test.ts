@@ -1,0 +1,145 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ENGINES } from '../helpers/engines.js';
+import { call, listPlants, nextLink, postPlant } from '../helpers/http.js';
+import { createToken } from '../helpers/server.js';
+import { isErrorBody, realServer } from '../helpers/suite.js';
+
+for (const engine of ENGINES) {
+  describe(`GET /plants (${engine.name})`, () => {
+    const s = realServer(engine);
+
+    async function accountWith(name: string, ids: Array<number | string>): Promise<string> {
+      const token = createToken(s.database, `${name}-${engine.name}`).token;
+      await Promise.all(ids.map((id) => postPlant(s.url, token, `{"id": ${id}, "name": "p${id}"}`)));
+      return token;
+    }
+
+    describe('success is 200 with a JSON array of Plant', () => {
+      it('answers [] for an account with no plants', async () => {
+        const token = createToken(s.database, `empty-${engine.name}`).token;
+        const reply = await listPlants(s.url, token);
+        assert.equal(reply.status, 200);
+        assert.match(reply.headers.get('content-type') ?? '', /^application\/json/);
+        assert.deepEqual(reply.json, []);
+      });
+      it('never shows id, and omits an absent tag', async () => {
+        const token = createToken(s.database, `shape-${engine.name}`).token;
+        await postPlant(s.url, token, { id: 2, name: 'b', tag: 't' });
+        await postPlant(s.url, token, { id: 1, name: 'a' });
+        assert.equal((await listPlants(s.url, token)).text, '[{"name":"a"},{"name":"b","tag":"t"}]');
+      });
+    });
+
+    describe('order is ascending id, numeric over the whole int64 range', () => {
+      it('sorts negatives, small and huge ids numerically, not as text', async () => {
+        const ids = ['10', '9', '-5', '100', '9223372036854775807', '-9223372036854775808', '9007199254740993', '2'];
+        const token = await accountWith('order', ids);
+        const names = ((await listPlants(s.url, token)).json as Array<{ name: string }>).map((p) => p.name);
+        const sorted = [...ids].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1)).map((id) => `p${id}`);
+        assert.deepEqual(names, sorted);
+      });
+    });
+
+    describe('limit is an int32 from 0 to 2147483647; anything else is 400', () => {
+      for (const bad of ['-1', '1.5', 'abc', '', '2147483648', '1e3', ' 1', '0x10', '99999999999999999999']) {
+        it(`refuses limit=${JSON.stringify(bad)}`, async () => {
+          const reply = await listPlants(s.url, s.token, `?limit=${encodeURIComponent(bad)}`);
+          assert.equal(reply.status, 400);
+          assert.ok(isErrorBody(reply));
+          assert.match((reply.json as { message: string }).message, /limit/);
+        });
+      }
+      it('refuses a repeated limit', async () => {
+        const reply = await listPlants(s.url, s.token, '?limit=1&limit=2');
+        assert.equal(reply.status, 400);
+        assert.ok(isErrorBody(reply));
+      });
+      it('refuses a bare ?limit', async () => {
+        assert.equal((await listPlants(s.url, s.token, '?limit')).status, 400);
+      });
+      it('accepts 0 (an empty page) and 2147483647 (everything)', async () => {
+        const token = await accountWith('limits', [1, 2, 3]);
+        const zero = await listPlants(s.url, token, '?limit=0');
+        assert.equal(zero.status, 200);
+        assert.deepEqual(zero.json, []);
+        const max = await listPlants(s.url, token, '?limit=2147483647');
+        assert.equal(max.status, 200);
+        assert.equal((max.json as unknown[]).length, 3);
+        assert.equal(max.headers.get('link'), null);
+      });
+      it('refuses a cursor that was not issued by the server', async () => {
+        const reply = await listPlants(s.url, s.token, '?limit=2&cursor=not-a-cursor');
+        assert.equal(reply.status, 400);
+        assert.ok(isErrorBody(reply));
+      });
+    });
+
+    describe('paging: rel="next" links visit every plant exactly once, in order', () => {
+      it('follows next links to the end and sees each plant once', async () => {
+        const ids = Array.from({ length: 53 }, (_, i) => (i * 7919) % 1000 - 500);
+        const token = await accountWith('paging', ids);
+        const seen: string[] = [];
+        let url: string | null = `${s.url}/plants?limit=10`;
+        let pages = 0;
+        while (url) {
+          const reply = await call(url, { token });
+          assert.equal(reply.status, 200);
+          const page = reply.json as Array<{ name: string }>;
+          assert.ok(page.length <= 10);
+          seen.push(...page.map((p) => p.name));
+          url = nextLink(reply);
+          pages++;
+        }
+        const expected = [...new Set(ids)].sort((a, b) => a - b).map((id) => `p${id}`);
+        assert.deepEqual(seen, expected);
+        assert.equal(pages, Math.ceil(expected.length / 10));
+      });
+      it('gives no Link when the page holds the last plant', async () => {
+        const token = await accountWith('lastpage', [1, 2]);
+        const reply = await listPlants(s.url, token, '?limit=2');
+        assert.equal(reply.headers.get('link'), null);
+      });
+      it("does not let one account's cursor reveal another's plants", async () => {
+        const a = await accountWith('cursor-a', [1, 2, 3]);
+        const b = await accountWith('cursor-b', [1, 2, 3, 4]);
+        const next = nextLink(await listPlants(s.url, a, '?limit=1'))!;
+        const replyB = await call(next, { token: b });
+        assert.deepEqual(replyB.json, [{ name: 'p2' }]);
+        assert.ok(nextLink(replyB), 'b still has plants after 2');
+      });
+    });
+
+    describe('without limit, every plant of the caller is returned (streamed)', () => {
+      it('returns all 2,500 plants of an account', async () => {
+        const token = createToken(s.database, `many-${engine.name}`).token;
+        for (let start = 0; start < 2500; start += 250) {
+          await Promise.all(
+            Array.from({ length: 250 }, (_, i) => postPlant(s.url, token, { id: start + i, name: `n${start + i}` })),
+          );
+        }
+        const plants = (await listPlants(s.url, token)).json as Array<{ name: string }>;
+        assert.equal(plants.length, 2500);
+        assert.deepEqual(plants.slice(0, 3), [{ name: 'n0' }, { name: 'n1' }, { name: 'n2' }]);
+        assert.deepEqual(plants.at(-1), { name: 'n2499' });
+      });
+    });
+
+    describe("an account sees only its own plants", () => {
+      it('keeps two accounts apart, even sharing ids', async () => {
+        const a = await accountWith('iso-a', [1, 2, 3]);
+        const b = createToken(s.database, `iso-b-${engine.name}`).token;
+        await postPlant(s.url, b, { id: 2, name: 'only-b' });
+        assert.deepEqual((await listPlants(s.url, b)).json, [{ name: 'only-b' }]);
+        assert.deepEqual((await listPlants(s.url, a)).json, [{ name: 'p1' }, { name: 'p2' }, { name: 'p3' }]);
+        assert.deepEqual((await listPlants(s.url, b, '?limit=10')).json, [{ name: 'only-b' }]);
+      });
+      it('lets tokens of one account share its plants', async () => {
+        const first = createToken(s.database, `shared-${engine.name}`).token;
+        const second = createToken(s.database, `shared-${engine.name}`).token;
+        await postPlant(s.url, first, { id: 1, name: 'shared' });
+        assert.deepEqual((await listPlants(s.url, second)).json, [{ name: 'shared' }]);
+      });
+    });
+  });
+}

@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import postgres from 'postgres';
+
+/**
+ * The storage engines every storage-touching test runs on. Each `fresh()` gives a brand-new,
+ * empty store and a function that removes it.
+ */
+export interface Engine {
+  name: 'sqlite' | 'postgres';
+  fresh(): Promise<{ url: string; drop: () => Promise<void> }>;
+}
+
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export const sqlite: Engine = {
+  name: 'sqlite',
+  async fresh() {
+    const dir = mkdtempSync(join(tmpdir(), 'plant-store-test-'));
+    return { url: `sqlite:${join(dir, 'store.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  },
+};
+
+export const pg: Engine = {
+  name: 'postgres',
+  async fresh() {
+    const admin = postgres(TEST_DATABASE_URL, { max: 1, onnotice: () => {}, connect_timeout: 5 });
+    const name = `plant_store_test_${randomBytes(6).toString('hex')}`;
+    try {
+      await admin.unsafe(`CREATE DATABASE ${name}`);
+    } catch (error) {
+      await admin.end();
+      throw new Error(
+        `PostgreSQL tests need a server: could not create a database through ${TEST_DATABASE_URL} ` +
+          `(${(error as Error).message}). Point TEST_DATABASE_URL at a PostgreSQL where this user may CREATE DATABASE.`,
+      );
+    }
+    const url = new URL(TEST_DATABASE_URL);
+    url.pathname = `/${name}`;
+    return {
+      url: url.toString(),
+      drop: async () => {
+        await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await admin.end();
+      },
+    };
+  },
+};
+
+/** Both engines; `TEST_ENGINES=sqlite` narrows a local run (CI sets nothing and runs both). */
+export const ENGINES: Engine[] = [sqlite, pg].filter(
+  (engine) => !process.env.TEST_ENGINES || process.env.TEST_ENGINES.split(',').includes(engine.name),
+);
