@@ -2,22 +2,31 @@
 import { Command, CommanderError } from 'commander';
 import { tokenCommand } from './cli/token-commands.js';
 import { ConfigError, checkConfig, serverSettings, toOption, type Config } from './config.js';
-import { serve } from './server.js';
 
 const BAD_SETTING_EXIT = 2;
 
+function forEachCommand(command: Command, apply: (command: Command) => void) {
+  apply(command);
+  for (const sub of command.commands) forEachCommand(sub, apply);
+}
+
 function program(): Command {
-  const root = new Command('plant-store')
-    .description('The OpenAPI Plant Store service. Flags win over environment variables.')
-    .exitOverride()
-    .configureOutput({ outputError: (text, write) => write(text.trimEnd().split('\n')[0] + '\n') });
+  const root = new Command('plant-store').description('The OpenAPI Plant Store service. Flags win over environment variables.');
 
   const serveCommand = new Command('serve').description('run the HTTP server (the default command)');
   for (const spec of Object.values(serverSettings)) serveCommand.addOption(toOption(spec));
-  serveCommand.action(async (options: Config) => serve(checkConfig(options)));
+  serveCommand.action(async (options: Config) => {
+    const config = checkConfig(options);
+    // Loaded only to serve, so the token commands start fast.
+    const { serve } = await import('./server.js');
+    await serve(config);
+  });
 
   root.addCommand(serveCommand, { isDefault: true });
   root.addCommand(tokenCommand());
+  forEachCommand(root, (command) =>
+    command.exitOverride().configureOutput({ outputError: (text, write) => write(text.trimEnd().split('\n')[0] + '\n') }),
+  );
   return root;
 }
 

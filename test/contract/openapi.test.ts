@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { sqlite } from '../helpers/engines.js';
+import { call } from '../helpers/http.js';
+import { realServer } from '../helpers/suite.js';
+
+interface Document {
+  openapi: string;
+  info: { title: string; version: string; license: { name: string } };
+  components: { securitySchemes: Record<string, { type: string; scheme: string }>; responses: Record<string, unknown> };
+  paths: Record<string, Record<string, { responses: Record<string, unknown>; security?: unknown[] }>>;
+}
+
+describe('GET /openapi.json and /openapi.yaml: the OpenAPI 3.0.1 document', () => {
+  const s = realServer(sqlite);
+
+  describe('is valid against the OpenAPI 3.0 schema', () => {
+    it('validates', async () => {
+      const document = (await call(`${s.url}/openapi.json`)).json;
+      const result = await new Validator().validate(document as Parameters<Validator['validate']>[0]);
+      assert.equal(result.valid, true, JSON.stringify(result.errors, null, 1));
+    });
+    it('serves the same document as YAML', async () => {
+      const reply = await call(`${s.url}/openapi.yaml`);
+      assert.equal(reply.status, 200);
+      assert.match(reply.headers.get('content-type') ?? '', /yaml/);
+      assert.match(reply.text, /^openapi: 3\.0\.1$/m);
+      const result = await new Validator().validate(reply.text);
+      assert.equal(result.valid, true, JSON.stringify(result.errors, null, 1));
+    });
+  });
+
+  describe('carries the identity of the interface and its rules', () => {
+    it('has the title, version, license and bearerAuth scheme', async () => {
+      const document = (await call(`${s.url}/openapi.json`)).json as Document;
+      assert.equal(document.openapi, '3.0.1');
+      assert.equal(document.info.title, 'OpenAPI Plant Store');
+      assert.equal(document.info.version, '1.0.0');
+      assert.equal(document.info.license.name, 'MIT');
+      assert.deepEqual(document.components.securitySchemes.bearerAuth, {
+        ...document.components.securitySchemes.bearerAuth,
+        type: 'http',
+        scheme: 'bearer',
+      });
+    });
+    it('documents every status of each operation, and all the others as components', async () => {
+      const document = (await call(`${s.url}/openapi.json`)).json as Document;
+      const post = Object.keys(document.paths['/plants']!.post!.responses);
+      const get = Object.keys(document.paths['/plants']!.get!.responses);
+      assert.deepEqual(post, ['200', '400', '401', '403', '409', '413', '415', '429', '500', '503']);
+      assert.deepEqual(get, ['200', '400', '401', '403', '429', '500', '503']);
+      for (const status of [404, 405, 413, 415, 429, 500, 503]) assert.ok(document.components.responses[`Error${status}`], String(status));
+    });
+  });
+
+  describe('GET /docs is an interactive reference served by the package itself', () => {
+    it('references only local scripts and styles, and serves them', async () => {
+      const page = await call(`${s.url}/docs/`);
+      assert.equal(page.status, 200);
+      const assets = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+      assert.ok(assets.length >= 3);
+      for (const asset of assets) {
+        assert.doesNotMatch(asset, /^(https?:)?\/\//, `${asset} must not come from elsewhere`);
+        const reply = await call(new URL(asset, `${s.url}/docs/`).toString());
+        assert.equal(reply.status, 200, asset);
+      }
+      const initializer = await call(`${s.url}/docs/static/swagger-initializer.js`);
+      assert.match(initializer.text, /url: resolveUrl\('\.\/json'\)/, 'the page loads this server\'s own document');
+      assert.equal((await call(`${s.url}/docs/json`)).status, 200);
+    });
+  });
+});
