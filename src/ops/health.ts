@@ -8,17 +8,15 @@ import { registry } from './metrics.js';
 
 const Status = Type.Object({ status: Type.String() }, { description: 'OK' });
 
-/** Liveness, readiness and Prometheus metrics; none of them needs a token. */
+/** Liveness, readiness (503 once stopping) and Prometheus metrics; none of them needs a token. */
 async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storage }) {
   let stopping = false;
   app.addHook('preClose', async () => {
     stopping = true;
-  });
-  // Requests that arrive on a kept-alive connection after SIGTERM: tell the client to go elsewhere.
-  app.addHook('onRequest', async (_request, reply) => {
-    if (!stopping) return;
-    reply.header('connection', 'close');
-    throw new HttpError(503, 'server is stopping; retry on another instance', { 'retry-after': '1' });
+    // Node's server.close() drops idle keep-alive sockets at once, racing any request a client is
+    // writing on one. Kept open instead, each such request is still answered (Fastify adds
+    // `Connection: close` while closing), and truly idle sockets end at the keep-alive timeout.
+    app.server.closeIdleConnections = () => {};
   });
 
   const open = { tags: ['operations'], security: [] };
@@ -29,6 +27,7 @@ async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storag
     '/readyz',
     { schema: { ...open, summary: 'Storage answers; 503 while stopping', response: { 200: Status, ...errorResponses(503) } } },
     async () => {
+      if (stopping) throw new HttpError(503, 'server is stopping; retry on another instance', { 'retry-after': '1' });
       try {
         await storage.ping();
       } catch {

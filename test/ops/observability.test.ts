@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ENGINES, sqlite } from '../helpers/engines.js';
+import { testApp, type TestApp } from '../helpers/app.js';
+
+function requestLines(logs: string[]): Array<Record<string, unknown>> {
+  return logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === 'request');
+}
+
+describe('logs: one JSON line per request, tokens never logged', () => {
+  let t: TestApp;
+  let token: string;
+  before(async () => {
+    t = await testApp(sqlite);
+    token = await t.token('logged-account');
+  });
+  after(() => t.close());
+
+  it('logs request id, account, route, status and duration once per request', async () => {
+    const before = requestLines(t.logs).length;
+    const reply = await t.app.inject({ method: 'GET', url: '/plants?limit=5', headers: { authorization: `Bearer ${token}`, 'x-request-id': 'client-id-42' } });
+    assert.equal(reply.statusCode, 200);
+    assert.equal(reply.headers['x-request-id'], 'client-id-42');
+    const lines = requestLines(t.logs).slice(before);
+    assert.equal(lines.length, 1);
+    const [line] = lines;
+    assert.equal(line!.reqId, 'client-id-42');
+    assert.equal(line!.account, 'logged-account');
+    assert.equal(line!.route, '/plants');
+    assert.equal(line!.status, 200);
+    assert.equal(typeof line!.durationMs, 'number');
+  });
+
+  it('makes a request id when the client sends none (or an unsafe one) and returns it', async () => {
+    for (const headers of [{}, { 'x-request-id': 'bad id\nwith newline' }]) {
+      const reply = await t.app.inject({ method: 'GET', url: '/healthz', headers });
+      assert.match(String(reply.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+    }
+  });
+
+  it('never writes the Authorization header or a token, valid or not', async () => {
+    const bogus = 'pst_' + 'y'.repeat(43);
+    await t.app.inject({ method: 'GET', url: '/plants', headers: { authorization: `Bearer ${token}` } });
+    await t.app.inject({ method: 'GET', url: '/plants', headers: { authorization: `Bearer ${bogus}` } });
+    await t.app.inject({ method: 'POST', url: '/plants', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: '{"id":1,"name":"x"}' });
+    const all = t.logs.join('');
+    assert.ok(!all.includes(token));
+    assert.ok(!all.includes(bogus));
+    assert.doesNotMatch(all, /authorization/i);
+  });
+});
+
+describe('GET /metrics: Prometheus text', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await testApp(sqlite);
+    const token = await t.token('metered');
+    await t.app.inject({ method: 'POST', url: '/plants', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: '{"id":1,"name":"x"}' });
+    await t.app.inject({ method: 'GET', url: '/plants', headers: { authorization: 'Bearer pst_nope' } });
+  });
+  after(() => t.close());
+
+  it('exposes request counts and latency by route and status, creates, auth failures, storage latency, process metrics', async () => {
+    const reply = await t.app.inject({ method: 'GET', url: '/metrics' });
+    assert.equal(reply.statusCode, 200);
+    assert.match(String(reply.headers['content-type']), /^text\/plain/);
+    for (const pattern of [
+      /plant_store_http_requests_total\{method="POST",route="\/plants",status="200"\} \d+/,
+      /plant_store_http_request_duration_seconds_bucket\{le="0\.005",method="POST",route="\/plants",status="200"\}/,
+      /plant_store_plants_created_total \d+/,
+      /plant_store_auth_failures_total\{reason="invalid_token"\} \d+/,
+      /plant_store_storage_operation_duration_seconds_count\{operation="insert"\} \d+/,
+      /plant_store_storage_commits_total \d+/,
+      /process_resident_memory_bytes \d+/,
+    ]) {
+      assert.match(reply.body, pattern);
+    }
+  });
+});
+
+for (const engine of ENGINES) {
+  describe(`health (${engine.name})`, () => {
+    let t: TestApp;
+    before(async () => {
+      t = await testApp(engine);
+    });
+    after(() => t.close());
+
+    it('GET /healthz is 200 while the process lives', async () => {
+      const reply = await t.app.inject({ method: 'GET', url: '/healthz' });
+      assert.equal(reply.statusCode, 200);
+      assert.deepEqual(reply.json(), { status: 'ok' });
+    });
+    it('GET /readyz is 200 when storage answers', async () => {
+      const reply = await t.app.inject({ method: 'GET', url: '/readyz' });
+      assert.equal(reply.statusCode, 200);
+    });
+    it('GET /readyz is 503 with the Error body once storage is gone', async () => {
+      await t.storage.close();
+      const reply = await t.app.inject({ method: 'GET', url: '/readyz' });
+      assert.equal(reply.statusCode, 503);
+      assert.deepEqual(Object.keys(reply.json()), ['error', 'message']);
+      assert.equal(reply.json().error, 503);
+    });
+  });
+}

@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sqlite } from '../helpers/engines.js';
+import { listPlants } from '../helpers/http.js';
+import { createToken, startServer, type RunningServer } from '../helpers/server.js';
+import { isErrorBody, realServer } from '../helpers/suite.js';
+
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+describe('too many requests for one account is 429 with Retry-After', () => {
+  const s = realServer(sqlite, ['--rate-limit', '5']);
+
+  it('answers 429 past the per-second limit, with Retry-After and RateLimit headers', async () => {
+    const { token } = createToken(s.database, 'busy');
+    const replies = await Promise.all(Array.from({ length: 8 }, () => listPlants(s.url, token)));
+    const limited = replies.filter((r) => r.status === 429);
+    assert.ok(limited.length >= 1, 'some requests are limited');
+    assert.ok(replies.filter((r) => r.status === 200).length <= 5 * 2, 'at most the limit per window');
+    const reply = limited[0]!;
+    assert.ok(isErrorBody(reply));
+    assert.match(reply.headers.get('retry-after') ?? '', /^\d+$/);
+    assert.equal(reply.headers.get('ratelimit-limit'), '5');
+    assert.equal(reply.headers.get('ratelimit-remaining'), '0');
+  });
+
+  it('counts each account on its own', async () => {
+    const a = createToken(s.database, 'a-account').token;
+    const b = createToken(s.database, 'b-account').token;
+    await Promise.all(Array.from({ length: 8 }, () => listPlants(s.url, a)));
+    assert.equal((await listPlants(s.url, b)).status, 200);
+  });
+
+  it('lets the account in again after the window', async () => {
+    const { token } = createToken(s.database, 'patient');
+    await Promise.all(Array.from({ length: 8 }, () => listPlants(s.url, token)));
+    await sleep(1_100);
+    assert.equal((await listPlants(s.url, token)).status, 200);
+  });
+});
+
+describe('--rate-limit 0 turns the limit off', () => {
+  const s = realServer(sqlite, ['--rate-limit', '0']);
+  it('never answers 429', async () => {
+    const replies = await Promise.all(Array.from({ length: 50 }, () => listPlants(s.url, s.token)));
+    assert.deepEqual([...new Set(replies.map((r) => r.status))], [200]);
+  });
+});
+
+describe('with REDIS_URL the limit is shared by every instance', () => {
+  let store: Awaited<ReturnType<typeof sqlite.fresh>>;
+  let servers: RunningServer[] = [];
+  before(async () => {
+    store = await sqlite.fresh();
+    const args = ['--rate-limit', '20', '--redis-url', REDIS_URL];
+    servers = [await startServer({ database: store.url, args }), await startServer({ database: store.url, args })];
+  });
+  after(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+    await store.drop();
+  });
+
+  it('limits the account across two instances to one budget', async () => {
+    const { token } = createToken(store.url, `shared-${randomBytes(4).toString('hex')}`);
+    // Thirty requests at once, fifteen through each instance: alone, neither would pass 20.
+    let statuses: number[] = [];
+    for (let attempt = 0; attempt < 3 && !statuses.includes(429); attempt++) {
+      if (attempt > 0) await sleep(1_100);
+      const replies = await Promise.all(Array.from({ length: 30 }, (_, i) => listPlants(servers[i % 2]!.url, token)));
+      statuses = replies.map((r) => r.status);
+    }
+    assert.ok(statuses.includes(429), `statuses: ${statuses.join(',')}`);
+    assert.ok(statuses.filter((s) => s === 200).length <= 20);
+  });
+});

@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ENGINES } from '../helpers/engines.js';
+import { listPlants, postPlant } from '../helpers/http.js';
+import { startServer } from '../helpers/server.js';
+
+interface Sent {
+  id: number;
+  sentAt: number;
+  status: number | 'failed';
+}
+
+for (const engine of ENGINES) {
+  describe(`SIGTERM: stop accepting, finish in-flight requests, exit 0 (${engine.name})`, () => {
+    it('answers every request sent before the signal, and keeps every acknowledged plant', async () => {
+      const { url: database, drop } = await engine.fresh();
+      try {
+        const server = await startServer({ database });
+        const token = server.firstToken!;
+        const sent: Sent[] = [];
+        let nextId = 0;
+        let stop = false;
+        const client = async () => {
+          while (!stop) {
+            const record: Sent = { id: nextId++, sentAt: Date.now(), status: 'failed' };
+            sent.push(record);
+            try {
+              record.status = (await postPlant(server.url, token, { id: record.id, name: `p${record.id}` })).status;
+            } catch {
+              return;
+            }
+          }
+        };
+        const clients = Array.from({ length: 16 }, client);
+        await sleep(400);
+        const signalAt = Date.now();
+        const exit = server.stop('SIGTERM');
+        await sleep(300);
+        stop = true;
+        await Promise.all(clients);
+        assert.equal(await exit, 0);
+
+        const beforeSignal = sent.filter((r) => r.sentAt < signalAt);
+        assert.ok(beforeSignal.length > 50, `only ${beforeSignal.length} requests before the signal`);
+        assert.deepEqual(beforeSignal.filter((r) => r.status !== 200), []);
+
+        const restarted = await startServer({ database });
+        try {
+          const stored = new Set(((await listPlants(restarted.url, token)).json as Array<{ name: string }>).map((p) => p.name));
+          for (const r of sent.filter((r) => r.status === 200)) assert.ok(stored.has(`p${r.id}`), `p${r.id} lost`);
+        } finally {
+          await restarted.stop();
+        }
+      } finally {
+        await drop();
+      }
+    });
+  });
+}
