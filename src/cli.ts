@@ -23,6 +23,7 @@ function program(): Command {
   });
 
   root.addCommand(serveCommand, { isDefault: true });
+  root.addHelpText('after', () => `\nSettings of serve (the default command):\n${serveCommand.helpInformation()}`);
   root.addCommand(tokenCommand());
   forEachCommand(root, (command) =>
     command.exitOverride().configureOutput({ outputError: (text, write) => write(text.trimEnd().split('\n')[0] + '\n') }),

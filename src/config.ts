@@ -1,3 +1,4 @@
+import { createPublicKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, Option } from 'commander';
 
@@ -49,7 +50,7 @@ function redisUrl(value: string): string {
   throw new InvalidArgumentError('expected redis://HOST:PORT');
 }
 
-function pemFile(path: string): string {
+function publicKeyFile(path: string): KeyObject {
   let pem: string;
   try {
     pem = readFileSync(path, 'utf8');
@@ -57,7 +58,11 @@ function pemFile(path: string): string {
     throw new InvalidArgumentError(`cannot read ${path}`);
   }
   if (!pem.includes('-----BEGIN')) throw new InvalidArgumentError(`${path} is not a PEM file`);
-  return pem;
+  try {
+    return createPublicKey(pem);
+  } catch {
+    throw new InvalidArgumentError(`${path} holds no usable public key`);
+  }
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -84,6 +89,13 @@ export const serverSettings = {
   port: { flag: '--port <number>', env: 'PORT', help: 'TCP port to listen on', default: 8080, parse: integer(0, 65535) },
   host: { flag: '--host <address>', env: 'HOST', help: 'address to listen on', default: '127.0.0.1', parse: text },
   database: databaseSetting,
+  pgPoolMax: {
+    flag: '--pg-pool-max <n>',
+    env: 'PG_POOL_MAX',
+    help: 'PostgreSQL connections per process (each worker has its own pool)',
+    default: 10,
+    parse: integer(1, 10_000),
+  },
   rateLimit: {
     flag: '--rate-limit <n>',
     env: 'RATE_LIMIT',
@@ -108,7 +120,7 @@ export const serverSettings = {
     flag: '--jwt-public-key <file>',
     env: 'JWT_PUBLIC_KEY',
     help: 'accept JWTs signed by the key in this PEM file',
-    parse: pemFile,
+    parse: publicKeyFile,
   },
   jwtIssuer: { flag: '--jwt-issuer <iss>', env: 'JWT_ISSUER', help: 'required JWT issuer (iss)', parse: text },
   jwtAudience: {

@@ -1,4 +1,3 @@
-import { createPublicKey } from 'node:crypto';
 import {
   createLocalJWKSet,
   createRemoteJWKSet,
@@ -9,7 +8,7 @@ import {
   type JWTVerifyGetKey,
   type KeyObject,
 } from 'jose';
-import type { Config } from '../config.js';
+import { ConfigError, type Config } from '../config.js';
 import { HttpError } from '../errors.js';
 import type { Verifier } from './bearer.js';
 import { invalidToken } from './errors.js';
@@ -17,7 +16,7 @@ import { invalidToken } from './errors.js';
 /** Asymmetric algorithms only: never `none`, never HMAC (a public key must not double as a secret). */
 export const JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
 export const CLOCK_TOLERANCE_SECONDS = 30;
-/** At most one JWKS refetch per second is caused by tokens with a key id we do not know. */
+/** Unknown key ids cause at most one JWKS refetch per second; a failed fetch is not retried for as long. */
 const UNKNOWN_KID_COOLDOWN_MS = 1_000;
 const JWKS_CACHE_MS = 10 * 60_000;
 const JWKS_TIMEOUT_MS = 3_000;
@@ -33,31 +32,49 @@ function hasKey(set: JSONWebKeySet | undefined, kid: string | undefined): boolea
 }
 
 /**
- * Keys from a JWKS URL. jose fetches, caches and refetches on an unknown `kid`; around it: a
- * cooldown counted from the last refetch an unknown `kid` caused (so a key rotation is seen at
- * once), the last good set kept for known keys when a refresh fails, and 503 when the provider
- * cannot be reached for a key we do not have.
+ * Keys from a JWKS URL, cached by jose. A token whose `kid` we do not have makes us refetch the
+ * set at once (the provider may have rotated its keys); such refetches happen at most once per
+ * cooldown, and requests that arrive during one join it. After a failed fetch, requests within
+ * the cooldown do not try again: a known key keeps working from the cache, an unknown one gets
+ * 503 (we cannot tell whether the token is good).
  */
 function remoteKeys(url: string): JWTVerifyGetKey {
   const remote = createRemoteJWKSet(new URL(url), {
-    cooldownDuration: 0,
+    cooldownDuration: UNKNOWN_KID_COOLDOWN_MS,
     cacheMaxAge: JWKS_CACHE_MS,
     timeoutDuration: JWKS_TIMEOUT_MS,
   });
   let lastUnknownKidFetch = -Infinity;
-  return async (header, token) => {
-    const known = remote.jwks();
-    if (known !== undefined && !hasKey(known, header.kid)) {
-      if (Date.now() - lastUnknownKidFetch < UNKNOWN_KID_COOLDOWN_MS) throw new errors.JWKSNoMatchingKey();
-      lastUnknownKidFetch = Date.now();
+  let lastFailure = -Infinity;
+
+  async function refetch(unknownKid: boolean): Promise<void> {
+    if (!remote.reloading) {
+      if (Date.now() - lastFailure < UNKNOWN_KID_COOLDOWN_MS) throw identityProviderDown();
+      if (unknownKid) {
+        if (Date.now() - lastUnknownKidFetch < UNKNOWN_KID_COOLDOWN_MS) return;
+        lastUnknownKidFetch = Date.now();
+      }
     }
     try {
-      return await remote(header, token);
-    } catch (error) {
-      if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys) throw error;
-      if (known !== undefined && hasKey(known, header.kid)) return createLocalJWKSet(known)(header, token);
+      await remote.reload();
+    } catch {
+      lastFailure = Date.now();
       throw identityProviderDown();
     }
+  }
+
+  return async (header, token) => {
+    const known = remote.jwks();
+    const knownKey = hasKey(known, header.kid);
+    if (!knownKey || !remote.fresh) {
+      try {
+        await refetch(known !== undefined && !knownKey);
+      } catch (error) {
+        if (!knownKey) throw error;
+        return createLocalJWKSet(known!)(header, token); // stale, but the provider is down
+      }
+    }
+    return remote(header, token); // fresh now: jose looks the key up without fetching
   };
 }
 
@@ -70,7 +87,9 @@ function scopesOf(payload: JWTPayload): string[] {
 
 function describe(error: unknown): string {
   if (error instanceof errors.JWTExpired) return 'token expired';
-  if (error instanceof errors.JWTClaimValidationFailed) return `claim ${error.claim} is not valid`;
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    return `claim ${error.claim} is ${error.reason === 'missing' ? 'missing' : 'not valid'}`;
+  }
   if (error instanceof errors.JOSEAlgNotAllowed) return 'signing algorithm not allowed';
   if (error instanceof errors.JWKSNoMatchingKey) return 'unknown signing key';
   if (error instanceof errors.JWSSignatureVerificationFailed) return 'bad signature';
@@ -81,15 +100,16 @@ function describe(error: unknown): string {
 export function jwtVerifier(config: Config): Verifier | undefined {
   const key: JWTVerifyGetKey | KeyObject | undefined = config.jwtJwksUrl
     ? remoteKeys(config.jwtJwksUrl)
-    : config.jwtPublicKey
-      ? createPublicKey(config.jwtPublicKey)
-      : undefined;
+    : config.jwtPublicKey;
   if (key === undefined) return undefined;
+  // checkConfig refuses this already; an app built without it must not skip the audience check.
+  if (config.jwtAudience === undefined) throw new ConfigError('JWTs are on but no audience is set');
   const claim = config.jwtAccountClaim;
   const options = {
     algorithms: JWT_ALGORITHMS,
     audience: config.jwtAudience,
     clockTolerance: CLOCK_TOLERANCE_SECONDS,
+    requiredClaims: ['exp'], // a token that never expires is not accepted
     ...(config.jwtIssuer !== undefined ? { issuer: config.jwtIssuer } : {}),
   };
 

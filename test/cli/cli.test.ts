@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { serverSettings } from '../../src/config.js';
 import { ENGINES, sqlite } from '../helpers/engines.js';
 import { listPlants, postPlant } from '../helpers/http.js';
 import { runCli, startServer } from '../helpers/server.js';
@@ -116,7 +118,19 @@ describe('plant-store serve settings', () => {
       for (const word of ['--port', 'PORT', '--host', '--database', 'DATABASE_URL', '--rate-limit', 'RATE_LIMIT', '--workers', '--jwt-jwks-url', '--jwt-public-key', '--jwt-issuer', '--jwt-audience', '--jwt-account-claim']) {
         assert.ok(help.stdout.includes(word), word);
       }
-      assert.equal(runCli(['--help']).status, 0);
+      const rootHelp = runCli(['--help']);
+      assert.equal(rootHelp.status, 0);
+      for (const spec of Object.values(serverSettings)) {
+        assert.ok(rootHelp.stdout.includes(spec.flag.split(' ')[0]!), spec.flag);
+        assert.ok(rootHelp.stdout.includes(spec.env), spec.env);
+      }
+    });
+    it('the README documents each of them', () => {
+      const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+      for (const spec of Object.values(serverSettings)) {
+        assert.ok(readme.includes(`\`${spec.flag}\``), `README lacks ${spec.flag}`);
+        assert.ok(readme.includes(`\`${spec.env}\``), `README lacks ${spec.env}`);
+      }
     });
   });
 
