@@ -5,8 +5,8 @@ import { apiTokenVerifier } from './auth/api-token-verifier.js';
 import bearer from './auth/bearer.js';
 import { jwtVerifier } from './auth/jwt.js';
 import type { Config } from './config.js';
-import { errorHandler } from './errors.js';
-import { clientErrorHandler } from './http/client-errors.js';
+import { errorHandler, frameworkErrorHandler } from './errors.js';
+import { clientErrorHandler, noteEarlyAnswer, refuseConnect, requireHostHeader } from './http/client-errors.js';
 import { parseJsonBody } from './http/json-body.js';
 import { openApi } from './http/openapi.js';
 import { rateLimit } from './http/rate-limit.js';
@@ -40,7 +40,10 @@ export function serverOptions(config: Config, logStream?: Writable): FastifyServ
     genReqId: requestId,
     return503OnClosing: false,
     clientErrorHandler,
+    frameworkErrors: frameworkErrorHandler,
     bodyLimit: LIMITS.bodyBytes,
+    // Next links are built from the request's scheme and host: behind a proxy, from X-Forwarded-*.
+    trustProxy: config.trustProxy,
     // Slow or idle clients must not hold sockets forever.
     connectionTimeout: 60_000,
     keepAliveTimeout: 5_000,
@@ -51,6 +54,11 @@ export function serverOptions(config: Config, logStream?: Writable): FastifyServ
 export async function buildApp({ config, storage, logStream }: AppDeps): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, logStream));
   app.server.headersTimeout = 10_000;
+  // Node checks the headers and request timeouts every 30 s by default, so a 10 s limit could
+  // hold a socket for 40 s; every second keeps each limit to within a second.
+  // Missing Host and CONNECT get the `Error` body here instead of Node's empty answers.
+  Object.assign(app.server, { connectionsCheckingInterval: 1_000, requireHostHeader: false });
+  app.server.on('connect', refuseConnect);
 
   app.setErrorHandler(errorHandler);
   app.setValidatorCompiler(exactValidatorCompiler);
@@ -68,6 +76,8 @@ export async function buildApp({ config, storage, logStream }: AppDeps): Promise
   // No upgrade-insecure-requests: the service is often reached over plain HTTP (loopback, behind a proxy).
   await app.register(helmet, { global: true, contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } });
   await app.register(observability);
+  app.addHook('onRequest', requireHostHeader);
+  app.addHook('onResponse', noteEarlyAnswer);
   await app.register(openApi);
   await app.register(health, { storage });
   await app.register(bearer, { apiToken: apiTokenVerifier(storage), jwt: jwtVerifier(config) });

@@ -65,6 +65,13 @@ function publicKeyFile(path: string): KeyObject {
   }
 }
 
+/** Fastify's `trustProxy`: `true`, `false`, or comma-separated addresses/CIDRs of the proxies. */
+function trustProxy(value: string): boolean | string {
+  if (value === 'true' || value === 'false') return value === 'true';
+  if (/^[\d.:a-fA-F/, ]+$/.test(value)) return value;
+  throw new InvalidArgumentError('expected true, false, or comma-separated addresses/CIDRs');
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -135,6 +142,13 @@ export const serverSettings = {
     help: 'JWT claim that names the account',
     default: 'sub',
     parse: text,
+  },
+  trustProxy: {
+    flag: '--trust-proxy <value>',
+    env: 'TRUST_PROXY',
+    help: 'believe X-Forwarded-Proto/Host/For from: true (anyone) or these addresses/CIDRs',
+    default: false as boolean | string,
+    parse: trustProxy,
   },
   shutdownTimeout: {
     flag: '--shutdown-timeout <ms>',

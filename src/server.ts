@@ -17,7 +17,7 @@ function announceFirstToken(secret: string, config: Config) {
 
 /** Migrations and the first token happen once, before any worker serves. */
 async function prepareStore(config: Config) {
-  const storage = await openStorage(config.database);
+  const storage = await openStorage(config.database, { pgPoolMax: config.pgPoolMax });
   const secret = await issueFirstToken(storage);
   if (secret !== null) announceFirstToken(secret, config);
   return storage;
@@ -25,7 +25,7 @@ async function prepareStore(config: Config) {
 
 /** One process serving HTTP until SIGTERM/SIGINT; in-flight requests finish, then exit 0. */
 async function serveHere(config: Config, storage?: Awaited<ReturnType<typeof prepareStore>>) {
-  const store = storage ?? (await openStorage(config.database));
+  const store = storage ?? (await openStorage(config.database, { pgPoolMax: config.pgPoolMax }));
   const app = await buildApp({ config, storage: store });
   closeWithGrace({ delay: config.shutdownTimeout, logger: app.log }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'stopping after an unexpected error');

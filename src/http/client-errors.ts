@@ -1,9 +1,23 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { rawErrorResponse } from '../errors.js';
+import type { Duplex } from 'node:stream';
+import type { FastifyRequest } from 'fastify';
+import { HttpError, rawErrorResponse } from '../errors.js';
+
+/** Sockets that were answered (say 401) before the request body had fully arrived. */
+const answeredEarly = new WeakSet<Socket>();
+
+/** onResponse hook: remembers an answer given while the body was still coming. */
+export async function noteEarlyAnswer(request: FastifyRequest) {
+  if (!request.raw.complete) answeredEarly.add(request.raw.socket);
+}
 
 /** Requests the HTTP parser rejects never reach Fastify; they still get the `Error` body. */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket) {
-  if (error.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
+  // Once this request was answered (or the answer has started), a second answer, such as a 408
+  // when the rest of its body never comes, would be garbage to the client: just close.
+  const started = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage?.headersSent === true;
+  if (error.code === 'ECONNRESET' || !socket.writable || started || answeredEarly.has(socket)) return socket.destroy();
   const [status, message] =
     error.code === 'HPE_HEADER_OVERFLOW'
       ? [431, 'request headers are too large']
@@ -11,4 +25,19 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
         ? [408, 'request took too long to arrive']
         : [400, 'malformed HTTP request'];
   socket.end(rawErrorResponse(status, message));
+}
+
+/** CONNECT asks for a tunnel. Node drops the socket when nobody listens for it; answer instead. */
+export function refuseConnect(_request: IncomingMessage, socket: Duplex) {
+  socket.end(rawErrorResponse(400, 'CONNECT is not supported: this server is not a proxy'));
+}
+
+/**
+ * HTTP/1.1 requires Host. Node's own refusal has an empty body, so it is turned off
+ * (`requireHostHeader: false`) and the check made here, where the answer is the `Error` body.
+ */
+export async function requireHostHeader(request: FastifyRequest) {
+  if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+    throw new HttpError(400, 'the Host header is required');
+  }
 }

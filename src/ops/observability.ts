@@ -11,6 +11,14 @@ export function requestId(request: { headers: Record<string, string | string[] |
   return typeof given === 'string' && CLIENT_REQUEST_ID.test(given) ? given : randomUUID();
 }
 
+/** Secrets a client put in the URL by mistake (`?access_token=...`): API tokens, JWTs, access_token values. */
+const SECRET_IN_URL = /pst_[\w-]+|eyJ[\w-]*\.[\w-]*\.[\w-]*|(?<=[?&]access_token=)[^&#]*/g;
+
+/** The request URL as logged: tokens never reach the logs, wherever the client put them. */
+export function loggableUrl(url: string): string {
+  return url.replace(SECRET_IN_URL, '[redacted]');
+}
+
 function routeLabel(request: FastifyRequest): string {
   return request.routeOptions.url ?? 'unmatched';
 }
@@ -30,7 +38,7 @@ async function observabilityPlugin(app: FastifyInstance) {
       {
         method: request.method,
         route,
-        url: request.url,
+        url: loggableUrl(request.url),
         status: reply.statusCode,
         account: request.caller?.account,
         durationMs: Math.round(reply.elapsedTime * 100) / 100,

@@ -3,6 +3,9 @@ import type { InsertOutcome, PlantWrite, Storage } from './types.js';
 
 const MAX_BATCH = 512;
 
+/** `GROUP_COMMIT=0` (read once, here): one transaction per create; for the bench's comparison. */
+const ENABLED = process.env.GROUP_COMMIT !== '0';
+
 interface Pending {
   write: PlantWrite;
   resolve: (outcome: InsertOutcome) => void;
@@ -16,6 +19,13 @@ interface Pending {
  * valid on its own never fails because of a neighbour.
  */
 export function groupCommit(storage: Storage): (write: PlantWrite) => Promise<InsertOutcome> {
+  if (!ENABLED) {
+    return async (write) => {
+      const [outcome] = await storage.insertPlants([write]);
+      storageCommits.inc();
+      return outcome!;
+    };
+  }
   let queue: Pending[] = [];
   let scheduled = false;
   let committing = false;

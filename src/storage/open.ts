@@ -2,7 +2,12 @@ import { openPostgres } from './postgres.js';
 import { openSqlite } from './sqlite.js';
 import type { Storage } from './types.js';
 
+export interface StorageOptions {
+  /** Most PostgreSQL connections this process opens (SQLite has no pool). */
+  pgPoolMax?: number;
+}
+
 /** The engine is chosen by the URL's scheme; both run their migrations before returning. */
-export async function openStorage(databaseUrl: string): Promise<Storage> {
-  return databaseUrl.startsWith('sqlite:') ? openSqlite(databaseUrl) : openPostgres(databaseUrl);
+export async function openStorage(databaseUrl: string, options: StorageOptions = {}): Promise<Storage> {
+  return databaseUrl.startsWith('sqlite:') ? openSqlite(databaseUrl) : openPostgres(databaseUrl, options.pgPoolMax);
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ENGINES } from '../helpers/engines.js';
+import { ENGINES, sqlite } from '../helpers/engines.js';
 import { call, listPlants, nextLink, postPlant } from '../helpers/http.js';
 import { createToken } from '../helpers/server.js';
 import { isErrorBody, realServer } from '../helpers/suite.js';
@@ -143,3 +143,16 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+describe('behind a proxy (--trust-proxy), next links use the forwarded scheme and host', () => {
+  const s = realServer(sqlite, ['--trust-proxy', 'true']);
+  it('builds the Link from X-Forwarded-Proto and X-Forwarded-Host', async () => {
+    await postPlant(s.url, s.token, { id: 1, name: 'a' });
+    await postPlant(s.url, s.token, { id: 2, name: 'b' });
+    const reply = await call(`${s.url}/plants?limit=1`, {
+      token: s.token,
+      headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'shop.example' },
+    });
+    assert.match(nextLink(reply) ?? '', /^https:\/\/shop\.example\/plants\?limit=1&cursor=/);
+  });
+});

@@ -19,6 +19,7 @@ export const TEST_CONFIG: Config = {
   workers: 1,
   jwtAccountClaim: 'sub',
   shutdownTimeout: 5_000,
+  trustProxy: false,
   logLevel: 'info',
 };
 

@@ -1,0 +1,249 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import postgres from 'postgres';
+import { newToken } from '../../src/auth/api-tokens.js';
+import { groupCommit } from '../../src/storage/group-commit.js';
+import { openStorage } from '../../src/storage/open.js';
+import { sqlitePath } from '../../src/storage/sqlite.js';
+import type { PlantRecord, PlantWrite, Storage } from '../../src/storage/types.js';
+import { ENGINES, type Engine } from '../helpers/engines.js';
+
+/** The Storage interface, checked the same way on every engine. */
+
+const INT64_MIN = -9223372036854775808n;
+const INT64_MAX = 9223372036854775807n;
+const TWO_POW_53 = 9007199254740992n;
+
+const plant = (id: bigint, name = `plant ${id}`, tag: string | null = null): PlantRecord => ({ id, name, tag });
+const write = (account: string, p: PlantRecord): PlantWrite => ({ account, plant: p });
+const byId = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
+
+async function everything(storage: Storage, account: string): Promise<{ chunks: number; rows: PlantRecord[] }> {
+  let chunks = 0;
+  const rows: PlantRecord[] = [];
+  for await (const chunk of storage.streamPlants(account, null)) {
+    chunks++;
+    rows.push(...chunk);
+  }
+  return { chunks, rows };
+}
+
+/** The schema versions the engine's own bookkeeping says have run. */
+async function migrationsRecorded(engine: Engine, url: string): Promise<number[]> {
+  if (engine.name === 'sqlite') {
+    const db = new Database(sqlitePath(url), { readonly: true });
+    const version = db.pragma('user_version', { simple: true }) as number;
+    db.close();
+    return Array.from({ length: version }, (_, i) => i + 1);
+  }
+  const sql = postgres(url, { max: 1 });
+  try {
+    return (await sql<{ version: number }[]>`SELECT version FROM schema_migrations ORDER BY version`).map((r) => r.version);
+  } finally {
+    await sql.end();
+  }
+}
+
+/** A fresh store for the enclosing describe, opened `count` times (as `count` processes would). */
+function freshStores(engine: Engine, count = 1) {
+  const context = { url: '', stores: [] as Storage[] };
+  let drop = async () => {};
+  before(async () => {
+    const fresh = await engine.fresh();
+    drop = fresh.drop;
+    context.url = fresh.url;
+    // All at once: migrations must be safe when several processes start together.
+    context.stores = await Promise.all(Array.from({ length: count }, () => openStorage(fresh.url)));
+  });
+  after(async () => {
+    await Promise.all(context.stores.map((s) => s.close()));
+    await drop();
+  });
+  return context;
+}
+
+for (const engine of ENGINES) {
+  describe(`storage contract (${engine.name})`, () => {
+    const store = freshStores(engine);
+    const storage = () => store.stores[0]!;
+
+    it('keeps int64 ids exact at both ends of the range and around 2^53', async () => {
+      const ids = [INT64_MIN, INT64_MIN + 1n, -1n, 0n, TWO_POW_53, TWO_POW_53 + 1n, INT64_MAX - 1n, INT64_MAX];
+      const outcomes = await storage().insertPlants(ids.map((id) => write('exact', plant(id))));
+      assert.ok(outcomes.every((o) => o.created), '2^53 and 2^53 + 1 are two different plants');
+      const listed = await storage().listPlants('exact', null, 100);
+      assert.deepEqual(listed.map((p) => p.id), ids);
+      assert.deepEqual(listed.map((p) => p.name), ids.map((id) => `plant ${id}`));
+      assert.ok(listed.every((p) => typeof p.id === 'bigint'));
+    });
+
+    it('orders by numeric id, negatives first, not as text', async () => {
+      const ids = [10n, -3n, 9n, INT64_MAX, -10n, 100n, INT64_MIN, 0n, -(2n ** 40n), 2n ** 40n, 1n];
+      await storage().insertPlants(ids.map((id) => write('order', plant(id))));
+      const sorted = [...ids].sort(byId);
+      assert.deepEqual((await storage().listPlants('order', null, 100)).map((p) => p.id), sorted);
+      assert.deepEqual((await everything(storage(), 'order')).rows.map((p) => p.id), sorted);
+      assert.deepEqual((await storage().listPlants('order', -3n, 3)).map((p) => p.id), [0n, 1n, 9n]);
+    });
+
+    it('keeps accounts apart: the same id in two accounts is two plants', async () => {
+      const [a, b] = await storage().insertPlants([write('iso-a', plant(7n, 'A')), write('iso-b', plant(7n, 'B'))]);
+      assert.deepEqual([a!.created, b!.created], [true, true]);
+      assert.deepEqual(await storage().listPlants('iso-a', null, 10), [plant(7n, 'A')]);
+      assert.deepEqual(await storage().listPlants('iso-b', null, 10), [plant(7n, 'B')]);
+      assert.deepEqual((await everything(storage(), 'iso-a')).rows, [plant(7n, 'A')]);
+      assert.deepEqual(await storage().listPlants('iso-nobody', null, 10), []);
+    });
+
+    it('reports an existing id as not created, with the plant already stored', async () => {
+      const original = plant(42n, 'Fern', '');
+      assert.deepEqual(await storage().insertPlants([write('replay', original)]), [{ created: true, stored: original }]);
+      assert.deepEqual(await storage().insertPlants([write('replay', original)]), [{ created: false, stored: original }]);
+      assert.deepEqual(await storage().insertPlants([write('replay', plant(42n, 'Fern', null))]), [
+        { created: false, stored: original },
+      ]);
+      assert.deepEqual(await storage().listPlants('replay', null, 10), [original]);
+    });
+
+    it('answers a batch in input order, a repeated id in the batch being a replay of the first', async () => {
+      const outcomes = await storage().insertPlants([
+        write('batch', plant(3n, 'first')),
+        write('batch', plant(1n, 'one')),
+        write('batch', plant(3n, 'second')),
+        write('other', plant(3n, 'elsewhere')),
+        write('batch', plant(3n, 'first')),
+      ]);
+      assert.deepEqual(outcomes, [
+        { created: true, stored: plant(3n, 'first') },
+        { created: true, stored: plant(1n, 'one') },
+        { created: false, stored: plant(3n, 'first') },
+        { created: true, stored: plant(3n, 'elsewhere') },
+        { created: false, stored: plant(3n, 'first') },
+      ]);
+    });
+
+    it('stores names and tags exactly, characters that need quoting included', async () => {
+      const odd = ['"quoted"', 'back\\slash', '{brace,comma}', 'NULL', 'null', ' padded ', '🌵 e\u0301', "it's", '\n\t'];
+      const plants = odd.map((text, i) => plant(BigInt(i), text, text));
+      await storage().insertPlants(plants.map((p) => write('exact-text', p)));
+      assert.deepEqual(await storage().listPlants('exact-text', null, 100), plants);
+    });
+
+    it('pages and streams 2,600 plants, each exactly once and in order', async () => {
+      // 7919 is prime to 2,600, so this visits every slot once, out of order, negatives included.
+      const ids = Array.from({ length: 2_600 }, (_, i) => BigInt(((i * 7919) % 2_600) * 1_000 - 1_300_000));
+      await storage().insertPlants(ids.map((id) => write('many', plant(id))));
+      const expected = [...ids].sort(byId);
+
+      const paged: bigint[] = [];
+      for (let after: bigint | null = null; ; ) {
+        const page = await storage().listPlants('many', after, 250);
+        paged.push(...page.map((p) => p.id));
+        if (page.length < 250) break;
+        after = page[page.length - 1]!.id;
+      }
+      assert.deepEqual(paged, expected);
+
+      const { chunks, rows } = await everything(storage(), 'many');
+      assert.deepEqual(rows.map((p) => p.id), expected);
+      assert.ok(chunks > 1, 'the stream arrives in chunks, never all rows at once');
+
+      const rest: bigint[] = [];
+      for await (const chunk of storage().streamPlants('many', expected[1_000]!)) rest.push(...chunk.map((p) => p.id));
+      assert.deepEqual(rest, expected.slice(1_001));
+    });
+
+    it('frees the store when a stream is abandoned half-way (a client that goes away)', { timeout: 30_000 }, async () => {
+      await storage().insertPlants(Array.from({ length: 2_500 }, (_, i) => write('abandon', plant(BigInt(i)))));
+      // More abandoned streams than a default connection pool holds: none may keep its connection.
+      for (let i = 0; i < 15; i++) {
+        for await (const chunk of storage().streamPlants('abandon', null)) {
+          assert.ok(chunk.length > 0);
+          break;
+        }
+      }
+      assert.equal((await storage().listPlants('abandon', 2_000n, 1_000)).length, 499);
+    });
+
+    it('answers 50 concurrent creates of one id through group commit with exactly one row', async () => {
+      const commit = groupCommit(storage());
+      const outcomes = await Promise.all(Array.from({ length: 50 }, () => commit(write('race', plant(77n, 'Same')))));
+      assert.equal(outcomes.filter((o) => o.created).length, 1);
+      assert.ok(outcomes.every((o) => o.stored.id === 77n && o.stored.name === 'Same' && o.stored.tag === null));
+      assert.deepEqual(await storage().listPlants('race', null, 10), [plant(77n, 'Same')]);
+    });
+
+    describe('tokens', () => {
+      const alice = newToken('tok-alice', ['plants:read'], new Date(Date.now() + 86_400_000)).token;
+      const bob = newToken('tok-bob', ['plants:read', 'plants:write'], null).token;
+
+      it('creates and finds a token by its hash, every field intact', async () => {
+        await storage().createToken(alice);
+        const { secretHash: _, ...fields } = alice;
+        assert.deepEqual(await storage().findTokenByHash(alice.secretHash), { ...fields, revokedAt: null });
+        assert.equal(await storage().findTokenByHash('no-such-hash'), null);
+      });
+
+      it('lists tokens, all or one account, oldest first, without secrets', async () => {
+        await storage().createToken({ ...bob, createdAt: new Date(alice.createdAt.getTime() + 1) });
+        const all = await storage().listTokens();
+        assert.deepEqual(all.map((t) => t.id), [alice.id, bob.id]);
+        assert.ok(all.every((t) => !('secretHash' in t)));
+        assert.deepEqual((await storage().listTokens('tok-bob')).map((t) => t.id), [bob.id]);
+        assert.deepEqual(await storage().listTokens('tok-nobody'), []);
+      });
+
+      it('revokes by id, keeping the first revocation time', async () => {
+        const first = new Date(Date.now() - 1_000);
+        assert.equal(await storage().revokeToken(alice.id, first), true);
+        assert.equal(await storage().revokeToken(alice.id, new Date()), true);
+        assert.deepEqual((await storage().findTokenByHash(alice.secretHash))?.revokedAt, first);
+        assert.equal((await storage().findTokenByHash(bob.secretHash))?.revokedAt, null);
+        assert.equal(await storage().revokeToken('tok_unknown', new Date()), false);
+      });
+
+      it('creates no first token once the store has held one', async () => {
+        assert.equal(await storage().createFirstToken(newToken('default', ['plants:read'], null).token), false);
+      });
+    });
+  });
+
+  describe(`several processes on one fresh store (${engine.name})`, () => {
+    const store = freshStores(engine, 5);
+
+    it('migrates exactly once when they all open at the same moment', async () => {
+      assert.deepEqual(await migrationsRecorded(engine, store.url), [1]);
+    });
+
+    it('creates exactly one first token when they all ask at once', async () => {
+      const firstToken = () => newToken('default', ['plants:read'], null).token;
+      const results = await Promise.all(store.stores.map((s) => s.createFirstToken(firstToken())));
+      assert.equal(results.filter(Boolean).length, 1);
+      assert.equal((await store.stores[1]!.listTokens()).length, 1);
+    });
+
+    it('keeps one row when 50 creates of one id race across processes', async () => {
+      const commits = store.stores.map(groupCommit);
+      const outcomes = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => commits[i % commits.length]!(write('race', plant(-5n, 'Same', 'x')))),
+      );
+      assert.equal(outcomes.filter((o) => o.created).length, 1);
+      assert.ok(outcomes.every((o) => o.stored.name === 'Same' && o.stored.tag === 'x'));
+      assert.deepEqual(await store.stores[4]!.listPlants('race', null, 10), [plant(-5n, 'Same', 'x')]);
+    });
+
+    it('commits overlapping batches sent in opposite orders without a deadlock', async () => {
+      for (let round = 0; round < 5; round++) {
+        const batch = Array.from({ length: 40 }, (_, i) => write('crossed', plant(BigInt(round * 100 + i))));
+        const [forward, backward] = await Promise.all([
+          store.stores[0]!.insertPlants(batch),
+          store.stores[1]!.insertPlants([...batch].reverse()),
+        ]);
+        const createdTwice = forward!.filter((o, i) => o.created && backward![batch.length - 1 - i]!.created);
+        assert.deepEqual(createdTwice, []);
+        assert.equal([...forward!, ...backward!].filter((o) => o.created).length, batch.length);
+      }
+    });
+  });
+}
