@@ -2,27 +2,35 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { serverSettings } from '../../src/config.js';
-import { ENGINES, sqlite } from '../helpers/engines.js';
+import { ENGINES, sqlite, withFreshStore } from '../helpers/engines.js';
 import { listPlants, postPlant } from '../helpers/http.js';
 import { runCli, startServer } from '../helpers/server.js';
 
 for (const engine of ENGINES) {
   describe(`plant-store token (${engine.name})`, () => {
     describe('token create prints the token alone, or one JSON object with --json', () => {
-      it('prints only the secret by default, and the secret works', async () => {
-        const { url, drop } = await engine.fresh();
-        try {
+      it('prints only the secret by default', async () => {
+        await withFreshStore(engine, async (url) => {
           const created = runCli(['token', 'create', '--account', 'alice', '--database', url]);
           assert.equal(created.status, 0, created.stderr);
           assert.match(created.stdout, /^pst_[\w-]+\n$/);
-        } finally {
-          await drop();
-        }
+        });
       });
       it('prints {id, account, scopes, expiresAt, token} with --json', async () => {
-        const { url, drop } = await engine.fresh();
-        try {
-          const created = runCli(['token', 'create', '--account', 'bob', '--scopes', 'plants:read', '--expires', '30d', '--json', '--database', url]);
+        await withFreshStore(engine, async (url) => {
+          const created = runCli([
+            'token',
+            'create',
+            '--account',
+            'bob',
+            '--scopes',
+            'plants:read',
+            '--expires',
+            '30d',
+            '--json',
+            '--database',
+            url,
+          ]);
           assert.equal(created.status, 0, created.stderr);
           const json = JSON.parse(created.stdout) as Record<string, unknown>;
           assert.deepEqual(Object.keys(json).sort(), ['account', 'expiresAt', 'id', 'scopes', 'token']);
@@ -30,67 +38,70 @@ for (const engine of ENGINES) {
           assert.deepEqual(json.scopes, ['plants:read']);
           const days = (Date.parse(json.expiresAt as string) - Date.now()) / 86_400_000;
           assert.ok(days > 29.9 && days <= 30, `expires in ${days} days`);
-        } finally {
-          await drop();
-        }
+        });
       });
       it('refuses an unknown scope or a bad duration with exit status 2', async () => {
-        const { url, drop } = await engine.fresh();
-        try {
-          assert.equal(runCli(['token', 'create', '--account', 'a', '--scopes', 'plants:admin', '--database', url]).status, 2);
+        await withFreshStore(engine, async (url) => {
+          assert.equal(
+            runCli(['token', 'create', '--account', 'a', '--scopes', 'plants:admin', '--database', url]).status,
+            2,
+          );
           assert.equal(runCli(['token', 'create', '--account', 'a', '--expires', 'soon', '--database', url]).status, 2);
           assert.equal(runCli(['token', 'create', '--database', url]).status, 2);
-        } finally {
-          await drop();
-        }
+        });
       });
     });
 
     describe('token list shows id, account, scopes, creation and expiry, never a secret', () => {
       it('lists as a table and as JSON, filtered by account', async () => {
-        const { url, drop } = await engine.fresh();
-        try {
-          const alice = JSON.parse(runCli(['token', 'create', '--account', 'alice', '--json', '--database', url]).stdout);
+        await withFreshStore(engine, async (url) => {
+          const alice = JSON.parse(
+            runCli(['token', 'create', '--account', 'alice', '--json', '--database', url]).stdout,
+          );
           runCli(['token', 'create', '--account', 'bob', '--database', url]);
-          const all = JSON.parse(runCli(['token', 'list', '--json', '--database', url]).stdout) as Array<Record<string, unknown>>;
+          const all = JSON.parse(runCli(['token', 'list', '--json', '--database', url]).stdout) as Array<
+            Record<string, unknown>
+          >;
           assert.equal(all.length, 2);
           for (const row of all) {
             for (const key of ['id', 'account', 'scopes', 'createdAt', 'expiresAt']) assert.ok(key in row, key);
           }
-          const onlyAlice = JSON.parse(runCli(['token', 'list', '--account', 'alice', '--json', '--database', url]).stdout);
-          assert.deepEqual(onlyAlice.map((r: { id: string }) => r.id), [alice.id]);
+          const onlyAlice = JSON.parse(
+            runCli(['token', 'list', '--account', 'alice', '--json', '--database', url]).stdout,
+          );
+          assert.deepEqual(
+            onlyAlice.map((r: { id: string }) => r.id),
+            [alice.id],
+          );
           const table = runCli(['token', 'list', '--database', url]).stdout;
           assert.match(table, new RegExp(alice.id));
           assert.doesNotMatch(table + JSON.stringify(all), /pst_/);
-        } finally {
-          await drop();
-        }
+        });
       });
     });
 
     describe('token revoke takes the id; an unknown id fails', () => {
       it('revokes and reports unknown ids', async () => {
-        const { url, drop } = await engine.fresh();
-        try {
+        await withFreshStore(engine, async (url) => {
           const created = JSON.parse(runCli(['token', 'create', '--account', 'c', '--json', '--database', url]).stdout);
           assert.equal(runCli(['token', 'revoke', created.id, '--database', url]).status, 0);
           const [row] = JSON.parse(runCli(['token', 'list', '--json', '--database', url]).stdout);
           assert.ok(row.revokedAt);
           assert.equal(runCli(['token', 'revoke', 'tok_nope', '--database', url]).status, 1);
-        } finally {
-          await drop();
-        }
+        });
       });
     });
 
     describe('first start on an empty store creates and prints one token for account default', () => {
       it('prints a working token once, and none on the next start; plants survive the restart', async () => {
-        const { url, drop } = await engine.fresh();
-        try {
+        await withFreshStore(engine, async (url) => {
           const first = await startServer({ database: url });
           assert.ok(first.firstToken, first.output());
           const token = first.firstToken!;
-          assert.equal((await postPlant(first.url, token, '{"id": 9007199254740993, "name": "kept", "tag": "t"}')).status, 200);
+          assert.equal(
+            (await postPlant(first.url, token, '{"id": 9007199254740993, "name": "kept", "tag": "t"}')).status,
+            200,
+          );
           assert.equal(await first.stop(), 0);
           const second = await startServer({ database: url });
           try {
@@ -102,9 +113,7 @@ for (const engine of ENGINES) {
           }
           const [row] = JSON.parse(runCli(['token', 'list', '--json', '--database', url]).stdout);
           assert.equal(row.account, 'default');
-        } finally {
-          await drop();
-        }
+        });
       });
     });
   });
@@ -115,7 +124,21 @@ describe('plant-store serve settings', () => {
     it('names each flag and environment variable', () => {
       const help = runCli(['serve', '--help']);
       assert.equal(help.status, 0);
-      for (const word of ['--port', 'PORT', '--host', '--database', 'DATABASE_URL', '--rate-limit', 'RATE_LIMIT', '--workers', '--jwt-jwks-url', '--jwt-public-key', '--jwt-issuer', '--jwt-audience', '--jwt-account-claim']) {
+      for (const word of [
+        '--port',
+        'PORT',
+        '--host',
+        '--database',
+        'DATABASE_URL',
+        '--rate-limit',
+        'RATE_LIMIT',
+        '--workers',
+        '--jwt-jwks-url',
+        '--jwt-public-key',
+        '--jwt-issuer',
+        '--jwt-audience',
+        '--jwt-account-claim',
+      ]) {
         assert.ok(help.stdout.includes(word), word);
       }
       const rootHelp = runCli(['--help']);
@@ -148,25 +171,19 @@ describe('plant-store serve settings', () => {
     ];
     for (const [what, args, env] of bad) {
       it(what, async () => {
-        const { url, drop } = await sqlite.fresh();
-        try {
+        await withFreshStore(sqlite, async (url) => {
           // A later --database in args wins over this one.
           const result = runCli(['serve', '--database', url, ...args], env);
           assert.equal(result.status, 2, result.stdout + result.stderr);
           assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
-        } finally {
-          await drop();
-        }
+        });
       });
     }
     it('flags win over environment variables', async () => {
-      const { url, drop } = await sqlite.fresh();
-      try {
+      await withFreshStore(sqlite, async (url) => {
         const server = await startServer({ database: url, env: { PORT: 'not-a-port' } });
         await server.stop();
-      } finally {
-        await drop();
-      }
+      });
     });
   });
 });

@@ -53,3 +53,13 @@ export const pg: Engine = {
 export const ENGINES: Engine[] = [sqlite, pg].filter(
   (engine) => !process.env.TEST_ENGINES || process.env.TEST_ENGINES.split(',').includes(engine.name),
 );
+
+/** Runs `work` on a brand-new store of `engine` and removes the store afterwards. */
+export async function withFreshStore<T>(engine: Engine, work: (url: string) => Promise<T>): Promise<T> {
+  const { url, drop } = await engine.fresh();
+  try {
+    return await work(url);
+  } finally {
+    await drop();
+  }
+}
