@@ -33,7 +33,9 @@ for (const engine of ENGINES) {
           }
         };
         const clients = Array.from({ length: 16 }, client);
-        await sleep(400);
+        // Signal once the stream is well under way, however slow the machine is today.
+        const started = Date.now();
+        while (sent.filter((r) => r.status === 200).length < 100 && Date.now() - started < 15_000) await sleep(20);
         const signalAt = Date.now();
         const exit = server.stop('SIGTERM');
         await sleep(300);
