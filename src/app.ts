@@ -1,5 +1,4 @@
 import type { Writable } from 'node:stream';
-import helmet from '@fastify/helmet';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { apiTokenVerifier } from './auth/api-token-verifier.js';
 import bearer from './auth/bearer.js';
@@ -10,6 +9,7 @@ import { clientErrorHandler, noteEarlyAnswer, refuseConnect, requireHostHeader }
 import { parseJsonBody } from './http/json-body.js';
 import { openApi } from './http/openapi.js';
 import { rateLimit } from './http/rate-limit.js';
+import { securityHeaders } from './http/security-headers.js';
 import { notFoundOrWrongMethod } from './http/routing.js';
 import { exactValidatorCompiler } from './http/validation.js';
 import { health } from './ops/health.js';
@@ -73,8 +73,7 @@ export async function buildApp({ config, storage, logStream }: AppDeps): Promise
   for (const schema of sharedSchemas) app.addSchema(schema);
   notFoundOrWrongMethod(app);
 
-  // No upgrade-insecure-requests: the service is often reached over plain HTTP (loopback, behind a proxy).
-  await app.register(helmet, { global: true, contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } });
+  securityHeaders(app);
   await app.register(observability);
   app.addHook('onRequest', requireHostHeader);
   app.addHook('onResponse', noteEarlyAnswer);
@@ -82,6 +81,6 @@ export async function buildApp({ config, storage, logStream }: AppDeps): Promise
   await app.register(health, { storage });
   await app.register(bearer, { apiToken: apiTokenVerifier(storage), jwt: jwtVerifier(config) });
   await app.register(rateLimit, { rateLimit: config.rateLimit, redisUrl: config.redisUrl });
-  await app.register(plantRoutes, { plants: new PlantService(storage) });
+  await app.register(plantRoutes, { plants: new PlantService(storage, { groupCommit: config.groupCommit }) });
   return app;
 }

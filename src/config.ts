@@ -72,6 +72,12 @@ function trustProxy(value: string): boolean | string {
   throw new InvalidArgumentError('expected true, false, or comma-separated addresses/CIDRs');
 }
 
+function onOff(value: string): boolean {
+  if (['1', 'on', 'true'].includes(value)) return true;
+  if (['0', 'off', 'false'].includes(value)) return false;
+  throw new InvalidArgumentError('expected on or off (1/0, true/false)');
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -93,7 +99,13 @@ export const databaseSetting = {
 } satisfies SettingSpec<string>;
 
 export const serverSettings = {
-  port: { flag: '--port <number>', env: 'PORT', help: 'TCP port to listen on', default: 8080, parse: integer(0, 65535) },
+  port: {
+    flag: '--port <number>',
+    env: 'PORT',
+    help: 'TCP port to listen on',
+    default: 8080,
+    parse: integer(0, 65535),
+  },
   host: { flag: '--host <address>', env: 'HOST', help: 'address to listen on', default: '127.0.0.1', parse: text },
   database: databaseSetting,
   pgPoolMax: {
@@ -116,7 +128,13 @@ export const serverSettings = {
     help: 'share the rate limit between instances through this Redis',
     parse: redisUrl,
   },
-  workers: { flag: '--workers <n>', env: 'WORKERS', help: 'processes serving the port', default: 1, parse: integer(1, 256) },
+  workers: {
+    flag: '--workers <n>',
+    env: 'WORKERS',
+    help: 'processes serving the port',
+    default: 1,
+    parse: integer(1, 256),
+  },
   jwtJwksUrl: {
     flag: '--jwt-jwks-url <url>',
     env: 'JWT_JWKS_URL',
@@ -142,6 +160,13 @@ export const serverSettings = {
     help: 'JWT claim that names the account',
     default: 'sub',
     parse: text,
+  },
+  groupCommit: {
+    flag: '--group-commit <mode>',
+    env: 'GROUP_COMMIT',
+    help: 'on: concurrent creates share one transaction and one sync; off: one per create (for comparison)',
+    default: true,
+    parse: onOff,
   },
   trustProxy: {
     flag: '--trust-proxy <value>',

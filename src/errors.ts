@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { SECURITY_HEADERS } from './http/security-headers.js';
 import { isStorageUnavailable } from './storage/unavailable.js';
 
 /** An error that already knows its HTTP status; thrown where the problem is known. */
@@ -49,7 +50,11 @@ export function toErrorResponse(error: FastifyError | HttpError | Error): {
     return { statusCode, message: FRAMEWORK_MESSAGES[code] ?? error.message, headers: {} };
   }
   if (statusCode === 503 || isStorageUnavailable(error)) {
-    return { statusCode: 503, message: 'the store is unavailable right now; retry shortly', headers: { 'retry-after': '1' } };
+    return {
+      statusCode: 503,
+      message: 'the store is unavailable right now; retry shortly',
+      headers: { 'retry-after': '1' },
+    };
   }
   return { statusCode: 500, message: 'internal server error', headers: {} };
 }
@@ -60,22 +65,9 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   return reply.code(statusCode).headers(headers).type('application/json').send(errorBody(statusCode, message));
 }
 
-/**
- * Helmet sets its headers in an onRequest hook. Answers made before any hook runs (requests the
- * HTTP parser rejects, malformed URLs) carry this core set instead.
- */
-export const CORE_SECURITY_HEADERS: Record<string, string> = {
-  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
-  'cross-origin-resource-policy': 'same-origin',
-  'referrer-policy': 'no-referrer',
-  'strict-transport-security': 'max-age=31536000; includeSubDomains',
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'SAMEORIGIN',
-};
-
-/** Errors Fastify raises before routing (a malformed URL): the same `Error` body, the core headers. */
+/** Errors Fastify raises before any hook runs (a malformed URL): the same body and headers. */
 export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  return errorHandler(error, request, reply.headers(CORE_SECURITY_HEADERS));
+  return errorHandler(error, request, reply.headers(SECURITY_HEADERS));
 }
 
 /** The raw bytes for a request the HTTP parser rejected before Fastify could see it. */
@@ -83,7 +75,7 @@ export function rawErrorResponse(statusCode: number, message: string): string {
   const body = JSON.stringify(errorBody(statusCode, message));
   return (
     `HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\n` +
-    Object.entries(CORE_SECURITY_HEADERS)
+    Object.entries(SECURITY_HEADERS)
       .map(([name, value]) => `${name}: ${value}\r\n`)
       .join('') +
     'Content-Type: application/json\r\n' +

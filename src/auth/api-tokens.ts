@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { NewToken, Storage, TokenRecord } from '../storage/types.js';
 import { SCOPES, type Scope } from './scopes.js';
 
@@ -11,7 +11,7 @@ export const TOKEN_PREFIX = 'pst_';
  * brute-force, and a fast hash lets every request look its token up by hash.
  */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('base64url');
+  return hash('sha256', secret, 'base64url');
 }
 
 export interface IssuedToken {
@@ -19,7 +19,11 @@ export interface IssuedToken {
   secret: string;
 }
 
-export function newToken(account: string, scopes: readonly Scope[], expiresAt: Date | null): { token: NewToken; secret: string } {
+export function newToken(
+  account: string,
+  scopes: readonly Scope[],
+  expiresAt: Date | null,
+): { token: NewToken; secret: string } {
   const secret = TOKEN_PREFIX + randomBytes(32).toString('base64url');
   const token: NewToken = {
     id: 'tok_' + randomBytes(9).toString('base64url'),

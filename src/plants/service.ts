@@ -23,8 +23,11 @@ async function* toPlantChunks(chunks: AsyncIterable<PlantRecord[]>): AsyncIterab
 export class PlantService {
   private readonly write;
 
-  constructor(private readonly storage: Storage) {
-    this.write = groupCommit(storage);
+  constructor(
+    private readonly storage: Storage,
+    options: { groupCommit: boolean },
+  ) {
+    this.write = groupCommit(storage, options.groupCommit);
   }
 
   /** Stores the plant, or confirms a retry of it; a different plant under the same id is a 409. */

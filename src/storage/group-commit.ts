@@ -1,10 +1,8 @@
 import { storageCommits } from '../ops/metrics.js';
 import type { InsertOutcome, PlantWrite, Storage } from './types.js';
 
+/** At most this many creates per transaction: one commit never holds the store (or the event loop) for long. */
 const MAX_BATCH = 512;
-
-/** `GROUP_COMMIT=0` (read once, here): one transaction per create; for the bench's comparison. */
-const ENABLED = process.env.GROUP_COMMIT !== '0';
 
 interface Pending {
   write: PlantWrite;
@@ -13,13 +11,22 @@ interface Pending {
 }
 
 /**
- * Group commit: creates that arrive while the store is busy (or in the same turn of the event
- * loop) share one transaction and one durable sync. Each caller is answered only after the commit
- * that holds its write. If a batch fails, its writes are retried one by one, so a write that is
- * valid on its own never fails because of a neighbour.
+ * Group commit: concurrent creates share one transaction and one durable sync.
+ *
+ * The batching window is the rest of the current turn of the event loop: the first create queued
+ * schedules a flush with `setImmediate`, so every request parsed in the same poll phase joins it,
+ * and no timer ever delays a lone create. While a commit is in flight (PostgreSQL commits are
+ * asynchronous), new creates queue up and form the next batch. SQLite commits synchronously, so
+ * the requests that arrive during one commit are all read in the next turn and share the next
+ * commit: the slower the fsync, the larger the batches (self-clocking), each bounded by MAX_BATCH.
+ *
+ * Each caller is answered only after the commit that holds its write is durable. If a batch
+ * fails, its writes are retried one by one, so a write that is valid on its own never fails
+ * because of a neighbour. `plant_store_storage_commits_total` counts commits (one sync each).
+ * With `enabled` false (`--group-commit off`), every create is its own transaction: the bench's baseline.
  */
-export function groupCommit(storage: Storage): (write: PlantWrite) => Promise<InsertOutcome> {
-  if (!ENABLED) {
+export function groupCommit(storage: Storage, enabled = true): (write: PlantWrite) => Promise<InsertOutcome> {
+  if (!enabled) {
     return async (write) => {
       const [outcome] = await storage.insertPlants([write]);
       storageCommits.inc();

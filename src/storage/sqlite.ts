@@ -26,6 +26,8 @@ const MIGRATIONS = [
 
 const STREAM_CHUNK_ROWS = 1000;
 
+type PageRow = [id: bigint, name: string, tag: string | null];
+
 interface TokenRow {
   id: string;
   account: string;
@@ -71,12 +73,17 @@ export function openSqlite(url: string): Storage {
 
   const insert = db.prepare('INSERT INTO plants (account, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING');
   const selectOne = db.prepare('SELECT id, name, tag FROM plants WHERE account = ? AND id = ?').safeIntegers(true);
+  // `LIMIT ? + 0`, not `LIMIT ?`: SQLite plans around a bare LIMIT parameter, so each new binding
+  // made it compile the statement again (a third of a GET's time). Rows come as arrays (`raw`),
+  // which better-sqlite3 builds much faster than objects.
   const selectPage = db
-    .prepare('SELECT id, name, tag FROM plants WHERE account = ? AND id > ? ORDER BY id LIMIT ?')
-    .safeIntegers(true);
+    .prepare('SELECT id, name, tag FROM plants WHERE account = ? AND id > ? ORDER BY id LIMIT ? + 0')
+    .safeIntegers(true)
+    .raw(true);
   const selectFirstPage = db
-    .prepare('SELECT id, name, tag FROM plants WHERE account = ? ORDER BY id LIMIT ?')
-    .safeIntegers(true);
+    .prepare('SELECT id, name, tag FROM plants WHERE account = ? ORDER BY id LIMIT ? + 0')
+    .safeIntegers(true)
+    .raw(true);
   const insertToken = db.prepare(
     'INSERT INTO api_tokens (id, account, secret_hash, scopes, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
   );
@@ -93,8 +100,12 @@ export function openSqlite(url: string): Storage {
     }),
   );
 
-  const page = (account: string, afterId: bigint | null, limit: number) =>
-    (afterId === null ? selectFirstPage.all(account, limit) : selectPage.all(account, afterId, limit)) as PlantRecord[];
+  const page = (account: string, afterId: bigint | null, limit: number): PlantRecord[] => {
+    const rows = (
+      afterId === null ? selectFirstPage.all(account, limit) : selectPage.all(account, afterId, limit)
+    ) as PageRow[];
+    return rows.map(([id, name, tag]) => ({ id, name, tag }));
+  };
 
   const storeToken = (token: NewToken) =>
     insertToken.run(

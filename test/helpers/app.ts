@@ -20,6 +20,7 @@ export const TEST_CONFIG: Config = {
   jwtAccountClaim: 'sub',
   shutdownTimeout: 5_000,
   trustProxy: false,
+  groupCommit: true,
   logLevel: 'info',
 };
 

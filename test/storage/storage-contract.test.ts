@@ -39,7 +39,9 @@ async function migrationsRecorded(engine: Engine, url: string): Promise<number[]
   }
   const sql = postgres(url, { max: 1 });
   try {
-    return (await sql<{ version: number }[]>`SELECT version FROM schema_migrations ORDER BY version`).map((r) => r.version);
+    return (await sql<{ version: number }[]>`SELECT version FROM schema_migrations ORDER BY version`).map(
+      (r) => r.version,
+    );
   } finally {
     await sql.end();
   }
@@ -71,10 +73,19 @@ for (const engine of ENGINES) {
     it('keeps int64 ids exact at both ends of the range and around 2^53', async () => {
       const ids = [INT64_MIN, INT64_MIN + 1n, -1n, 0n, TWO_POW_53, TWO_POW_53 + 1n, INT64_MAX - 1n, INT64_MAX];
       const outcomes = await storage().insertPlants(ids.map((id) => write('exact', plant(id))));
-      assert.ok(outcomes.every((o) => o.created), '2^53 and 2^53 + 1 are two different plants');
+      assert.ok(
+        outcomes.every((o) => o.created),
+        '2^53 and 2^53 + 1 are two different plants',
+      );
       const listed = await storage().listPlants('exact', null, 100);
-      assert.deepEqual(listed.map((p) => p.id), ids);
-      assert.deepEqual(listed.map((p) => p.name), ids.map((id) => `plant ${id}`));
+      assert.deepEqual(
+        listed.map((p) => p.id),
+        ids,
+      );
+      assert.deepEqual(
+        listed.map((p) => p.name),
+        ids.map((id) => `plant ${id}`),
+      );
       assert.ok(listed.every((p) => typeof p.id === 'bigint'));
     });
 
@@ -82,9 +93,18 @@ for (const engine of ENGINES) {
       const ids = [10n, -3n, 9n, INT64_MAX, -10n, 100n, INT64_MIN, 0n, -(2n ** 40n), 2n ** 40n, 1n];
       await storage().insertPlants(ids.map((id) => write('order', plant(id))));
       const sorted = [...ids].sort(byId);
-      assert.deepEqual((await storage().listPlants('order', null, 100)).map((p) => p.id), sorted);
-      assert.deepEqual((await everything(storage(), 'order')).rows.map((p) => p.id), sorted);
-      assert.deepEqual((await storage().listPlants('order', -3n, 3)).map((p) => p.id), [0n, 1n, 9n]);
+      assert.deepEqual(
+        (await storage().listPlants('order', null, 100)).map((p) => p.id),
+        sorted,
+      );
+      assert.deepEqual(
+        (await everything(storage(), 'order')).rows.map((p) => p.id),
+        sorted,
+      );
+      assert.deepEqual(
+        (await storage().listPlants('order', -3n, 3)).map((p) => p.id),
+        [0n, 1n, 9n],
+      );
     });
 
     it('keeps accounts apart: the same id in two accounts is two plants', async () => {
@@ -98,8 +118,12 @@ for (const engine of ENGINES) {
 
     it('reports an existing id as not created, with the plant already stored', async () => {
       const original = plant(42n, 'Fern', '');
-      assert.deepEqual(await storage().insertPlants([write('replay', original)]), [{ created: true, stored: original }]);
-      assert.deepEqual(await storage().insertPlants([write('replay', original)]), [{ created: false, stored: original }]);
+      assert.deepEqual(await storage().insertPlants([write('replay', original)]), [
+        { created: true, stored: original },
+      ]);
+      assert.deepEqual(await storage().insertPlants([write('replay', original)]), [
+        { created: false, stored: original },
+      ]);
       assert.deepEqual(await storage().insertPlants([write('replay', plant(42n, 'Fern', null))]), [
         { created: false, stored: original },
       ]);
@@ -124,7 +148,17 @@ for (const engine of ENGINES) {
     });
 
     it('stores names and tags exactly, characters that need quoting included', async () => {
-      const odd = ['"quoted"', 'back\\slash', '{brace,comma}', 'NULL', 'null', ' padded ', '🌵 e\u0301', "it's", '\n\t'];
+      const odd = [
+        '"quoted"',
+        'back\\slash',
+        '{brace,comma}',
+        'NULL',
+        'null',
+        ' padded ',
+        '🌵 e\u0301',
+        "it's",
+        '\n\t',
+      ];
       const plants = odd.map((text, i) => plant(BigInt(i), text, text));
       await storage().insertPlants(plants.map((p) => write('exact-text', p)));
       assert.deepEqual(await storage().listPlants('exact-text', null, 100), plants);
@@ -137,7 +171,7 @@ for (const engine of ENGINES) {
       const expected = [...ids].sort(byId);
 
       const paged: bigint[] = [];
-      for (let after: bigint | null = null; ; ) {
+      for (let after: bigint | null = null; ;) {
         const page = await storage().listPlants('many', after, 250);
         paged.push(...page.map((p) => p.id));
         if (page.length < 250) break;
@@ -146,7 +180,10 @@ for (const engine of ENGINES) {
       assert.deepEqual(paged, expected);
 
       const { chunks, rows } = await everything(storage(), 'many');
-      assert.deepEqual(rows.map((p) => p.id), expected);
+      assert.deepEqual(
+        rows.map((p) => p.id),
+        expected,
+      );
       assert.ok(chunks > 1, 'the stream arrives in chunks, never all rows at once');
 
       const rest: bigint[] = [];
@@ -154,17 +191,21 @@ for (const engine of ENGINES) {
       assert.deepEqual(rest, expected.slice(1_001));
     });
 
-    it('frees the store when a stream is abandoned half-way (a client that goes away)', { timeout: 30_000 }, async () => {
-      await storage().insertPlants(Array.from({ length: 2_500 }, (_, i) => write('abandon', plant(BigInt(i)))));
-      // More abandoned streams than a default connection pool holds: none may keep its connection.
-      for (let i = 0; i < 15; i++) {
-        for await (const chunk of storage().streamPlants('abandon', null)) {
-          assert.ok(chunk.length > 0);
-          break;
+    it(
+      'frees the store when a stream is abandoned half-way (a client that goes away)',
+      { timeout: 30_000 },
+      async () => {
+        await storage().insertPlants(Array.from({ length: 2_500 }, (_, i) => write('abandon', plant(BigInt(i)))));
+        // More abandoned streams than a default connection pool holds: none may keep its connection.
+        for (let i = 0; i < 15; i++) {
+          for await (const chunk of storage().streamPlants('abandon', null)) {
+            assert.ok(chunk.length > 0);
+            break;
+          }
         }
-      }
-      assert.equal((await storage().listPlants('abandon', 2_000n, 1_000)).length, 499);
-    });
+        assert.equal((await storage().listPlants('abandon', 2_000n, 1_000)).length, 499);
+      },
+    );
 
     it('answers 50 concurrent creates of one id through group commit with exactly one row', async () => {
       const commit = groupCommit(storage());
@@ -188,9 +229,15 @@ for (const engine of ENGINES) {
       it('lists tokens, all or one account, oldest first, without secrets', async () => {
         await storage().createToken({ ...bob, createdAt: new Date(alice.createdAt.getTime() + 1) });
         const all = await storage().listTokens();
-        assert.deepEqual(all.map((t) => t.id), [alice.id, bob.id]);
+        assert.deepEqual(
+          all.map((t) => t.id),
+          [alice.id, bob.id],
+        );
         assert.ok(all.every((t) => !('secretHash' in t)));
-        assert.deepEqual((await storage().listTokens('tok-bob')).map((t) => t.id), [bob.id]);
+        assert.deepEqual(
+          (await storage().listTokens('tok-bob')).map((t) => t.id),
+          [bob.id],
+        );
         assert.deepEqual(await storage().listTokens('tok-nobody'), []);
       });
 
@@ -224,7 +271,7 @@ for (const engine of ENGINES) {
     });
 
     it('keeps one row when 50 creates of one id race across processes', async () => {
-      const commits = store.stores.map(groupCommit);
+      const commits = store.stores.map((one) => groupCommit(one));
       const outcomes = await Promise.all(
         Array.from({ length: 50 }, (_, i) => commits[i % commits.length]!(write('race', plant(-5n, 'Same', 'x')))),
       );

@@ -1,0 +1,102 @@
+/**
+ * The ceiling: the least a Node.js HTTP server can do to answer the two benchmarked requests.
+ * A bare `node:http` server, bearer token checked against an in-memory Map, no framework, no
+ * storage, no logging. GET /plants?limit=10 pages through an in-memory sorted array (with the
+ * rel="next" Link header the service sends); POST /plants parses the JSON body, checks id and
+ * name, and echoes the plant. Nothing is written anywhere.
+ *
+ * Started by bench/run.ts: `node --import tsx bench/ceiling.ts` with CEILING_TOKENS (JSON
+ * {"secret": "account"}) and CEILING_PLANTS (JSON {"account": count}); it prints
+ * "ceiling listening on PORT" once ready.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { seedPlant } from './seed-data.js';
+
+interface Plant {
+  name: string;
+  tag?: string;
+}
+
+const tokens = new Map<string, string>(
+  Object.entries(JSON.parse(process.env.CEILING_TOKENS ?? '{}') as Record<string, string>),
+);
+const plantsByAccount = new Map<string, Plant[]>();
+for (const [account, count] of Object.entries(
+  JSON.parse(process.env.CEILING_PLANTS ?? '{}') as Record<string, number>,
+)) {
+  const plants: Plant[] = [];
+  for (let i = 1; i <= count; i++) {
+    const { name, tag } = seedPlant(i);
+    plants.push(tag === null ? { name } : { name, tag });
+  }
+  plantsByAccount.set(account, plants);
+}
+
+function send(res: ServerResponse, status: number, body: string, extra?: Record<string, string>) {
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    ...extra,
+  });
+  res.end(body);
+}
+
+function fail(res: ServerResponse, status: number, message: string) {
+  send(res, status, JSON.stringify({ error: status, message }));
+}
+
+function account(req: IncomingMessage): string | undefined {
+  const header = req.headers.authorization;
+  if (header === undefined || header.slice(0, 7).toLowerCase() !== 'bearer ') return undefined;
+  return tokens.get(header.slice(7).trim());
+}
+
+function list(req: IncomingMessage, res: ServerResponse, who: string, url: URL) {
+  const plants = plantsByAccount.get(who) ?? [];
+  const limitText = url.searchParams.get('limit');
+  const limit = limitText === null ? plants.length : Number(limitText);
+  if (!Number.isInteger(limit) || limit < 0) return fail(res, 400, 'limit must be an integer');
+  const cursor = url.searchParams.get('cursor');
+  const start = cursor === null ? 0 : Number(cursor);
+  const page = plants.slice(start, start + limit);
+  const next =
+    start + limit < plants.length
+      ? { link: `<http://${req.headers.host}/plants?limit=${limit}&cursor=${start + limit}>; rel="next"` }
+      : undefined;
+  send(res, 200, JSON.stringify(page), next);
+}
+
+function create(req: IncomingMessage, res: ServerResponse) {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.on('end', () => {
+    let body: { id?: unknown; name?: unknown; tag?: unknown };
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
+    } catch {
+      return fail(res, 400, 'malformed JSON');
+    }
+    if (typeof body.id !== 'number' || typeof body.name !== 'string') return fail(res, 400, 'id and name are required');
+    send(
+      res,
+      200,
+      JSON.stringify(typeof body.tag === 'string' ? { name: body.name, tag: body.tag } : { name: body.name }),
+    );
+  });
+}
+
+const server = createServer((req, res) => {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  if (url.pathname !== '/plants') return fail(res, 404, 'no such path');
+  const who = account(req);
+  if (who === undefined) return fail(res, 401, 'unknown token');
+  if (req.method === 'GET') return list(req, res, who, url);
+  if (req.method === 'POST') return create(req, res);
+  return fail(res, 405, 'method not allowed');
+});
+server.keepAliveTimeout = 5_000;
+server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
+  const address = server.address();
+  process.stdout.write(`ceiling listening on ${typeof address === 'object' && address ? address.port : '?'}\n`);
+});
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
