@@ -11,7 +11,9 @@ function forEachCommand(command: Command, apply: (command: Command) => void) {
 }
 
 function program(): Command {
-  const root = new Command('plant-store').description('The OpenAPI Plant Store service. Flags win over environment variables.');
+  const root = new Command('plant-store').description(
+    'The OpenAPI Plant Store service. Flags win over environment variables.',
+  );
 
   const serveCommand = new Command('serve').description('run the HTTP server (the default command)');
   for (const spec of Object.values(serverSettings)) serveCommand.addOption(toOption(spec));
@@ -26,7 +28,9 @@ function program(): Command {
   root.addHelpText('after', () => `\nSettings of serve (the default command):\n${serveCommand.helpInformation()}`);
   root.addCommand(tokenCommand());
   forEachCommand(root, (command) =>
-    command.exitOverride().configureOutput({ outputError: (text, write) => write(text.trimEnd().split('\n')[0] + '\n') }),
+    command
+      .exitOverride()
+      .configureOutput({ outputError: (text, write) => write(text.trimEnd().split('\n')[0] + '\n') }),
   );
   return root;
 }

@@ -12,7 +12,9 @@ export const LIMITS = {
 export const Plant = Type.Object(
   {
     name: Type.String({ description: 'The name of the plant' }),
-    tag: Type.Optional(Type.String({ description: 'Tag that specifies the type of the plant; omitted when the plant has none' })),
+    tag: Type.Optional(
+      Type.String({ description: 'Tag that specifies the type of the plant; omitted when the plant has none' }),
+    ),
   },
   { $id: 'Plant' },
 );

@@ -27,7 +27,8 @@ const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
 
 async function authenticate(request: FastifyRequest, verifiers: BearerOptions): Promise<Caller> {
   const header = request.headers.authorization;
-  if (header === undefined) throw missingCredentials('missing Authorization header; send "Authorization: Bearer <token>"');
+  if (header === undefined)
+    throw missingCredentials('missing Authorization header; send "Authorization: Bearer <token>"');
   const token = BEARER.exec(header)?.[1];
   if (token === undefined) throw missingCredentials('malformed Authorization header; expected "Bearer <token>"');
   if (token.startsWith(TOKEN_PREFIX)) return verifiers.apiToken(token);

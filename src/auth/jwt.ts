@@ -14,7 +14,18 @@ import type { Verifier } from './bearer.js';
 import { invalidToken } from './errors.js';
 
 /** Asymmetric algorithms only: never `none`, never HMAC (a public key must not double as a secret). */
-export const JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+export const JWT_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+];
 export const CLOCK_TOLERANCE_SECONDS = 30;
 /** Unknown key ids cause at most one JWKS refetch per second; a failed fetch is not retried for as long. */
 const UNKNOWN_KID_COOLDOWN_MS = 1_000;
@@ -116,7 +127,8 @@ export function jwtVerifier(config: Config): Verifier | undefined {
   return async (token) => {
     let payload: JWTPayload;
     try {
-      ({ payload } = typeof key === 'function' ? await jwtVerify(token, key, options) : await jwtVerify(token, key, options));
+      ({ payload } =
+        typeof key === 'function' ? await jwtVerify(token, key, options) : await jwtVerify(token, key, options));
     } catch (error) {
       if (error instanceof HttpError) throw error;
       throw invalidToken(describe(error));

@@ -8,6 +8,7 @@ const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 
  */
 export function parseDuration(text: string): number {
   const match = /^(\d{1,9})([smhdw])$/.exec(text);
-  if (!match || Number(match[1]) === 0) throw new InvalidArgumentError('expected a duration like 30d, 12h, 90m, 45s or 2w');
+  if (!match || Number(match[1]) === 0)
+    throw new InvalidArgumentError('expected a duration like 30d, 12h, 90m, 45s or 2w');
   return Number(match[1]) * UNIT_MS[match[2]!]!;
 }

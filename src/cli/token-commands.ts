@@ -9,7 +9,8 @@ import { parseDuration } from './duration.js';
 function parseScopes(text: string): Scope[] {
   const scopes = text.split(',').map((s) => s.trim());
   for (const scope of scopes) {
-    if (!SCOPES.includes(scope as Scope)) throw new InvalidArgumentError(`unknown scope "${scope}"; known: ${SCOPES.join(', ')}`);
+    if (!SCOPES.includes(scope as Scope))
+      throw new InvalidArgumentError(`unknown scope "${scope}"; known: ${SCOPES.join(', ')}`);
   }
   return [...new Set(scopes as Scope[])];
 }
@@ -41,7 +42,7 @@ async function withStorage<T>(databaseUrl: string, work: (storage: Storage) => P
   }
 }
 
-const print = (text: string): void => void process.stdout.write(text + "\n");
+const print = (text: string): void => void process.stdout.write(text + '\n');
 
 export function tokenCommand(): Command {
   const token = new Command('token').description('manage API tokens (works while the server runs)');
@@ -51,20 +52,24 @@ export function tokenCommand(): Command {
     .description('create an API token and print it; the secret is shown only this once')
     .requiredOption('--account <name>', 'account whose plants the token reaches', parseAccount)
     .addOption(
-      new Option('--scopes <list>', 'comma-separated scopes').argParser(parseScopes).default([...SCOPES], SCOPES.join(',')),
+      new Option('--scopes <list>', 'comma-separated scopes')
+        .argParser(parseScopes)
+        .default([...SCOPES], SCOPES.join(',')),
     )
     .option('--expires <duration>', 'lifetime, e.g. 30d, 12h, 90m (default: never expires)', parseDuration)
     .option('--json', 'print {"id","account","scopes","expiresAt","token"}')
     .addOption(toOption(databaseSetting))
-    .action(async (options: { account: string; scopes: Scope[]; expires?: number; json?: boolean; database: string }) => {
-      const expiresAt = options.expires === undefined ? null : new Date(Date.now() + options.expires);
-      const { record, secret } = await withStorage(options.database, (s) =>
-        issueToken(s, options.account, options.scopes, expiresAt),
-      );
-      if (!options.json) return print(secret);
-      const { id, account, scopes, expiresAt: expires } = tokenJson(record);
-      print(JSON.stringify({ id, account, scopes, expiresAt: expires, token: secret }));
-    });
+    .action(
+      async (options: { account: string; scopes: Scope[]; expires?: number; json?: boolean; database: string }) => {
+        const expiresAt = options.expires === undefined ? null : new Date(Date.now() + options.expires);
+        const { record, secret } = await withStorage(options.database, (s) =>
+          issueToken(s, options.account, options.scopes, expiresAt),
+        );
+        if (!options.json) return print(secret);
+        const { id, account, scopes, expiresAt: expires } = tokenJson(record);
+        print(JSON.stringify({ id, account, scopes, expiresAt: expires, token: secret }));
+      },
+    );
 
   token
     .command('list')
@@ -77,7 +82,9 @@ export function tokenCommand(): Command {
       if (options.json) return print(JSON.stringify(rows));
       print(['ID', 'ACCOUNT', 'SCOPES', 'CREATED', 'EXPIRES', 'REVOKED'].join('\t'));
       for (const r of rows) {
-        print([r.id, r.account, r.scopes.join(','), r.createdAt, r.expiresAt ?? 'never', r.revokedAt ?? '-'].join('\t'));
+        print(
+          [r.id, r.account, r.scopes.join(','), r.createdAt, r.expiresAt ?? 'never', r.revokedAt ?? '-'].join('\t'),
+        );
       }
     });
 

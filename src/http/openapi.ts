@@ -4,7 +4,8 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 
 const STATUS_MEANINGS: Record<number, string> = {
-  400: 'Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), ' +
+  400:
+    'Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), ' +
     'id outside int64, name empty or over 256 characters, tag over 256 characters, U+0000 in name or tag, a bad limit or cursor. ' +
     'The message names the offending field.',
   401: 'Missing, malformed, unknown, revoked or expired token, or a JWT that fails verification. WWW-Authenticate: Bearer realm="plant-store".',
@@ -61,7 +62,9 @@ async function openApiPlugin(app: FastifyInstance) {
 
   const unsecured = { hide: true, security: [] };
   app.get('/openapi.json', { schema: unsecured }, async () => app.swagger());
-  app.get('/openapi.yaml', { schema: unsecured }, async (_request, reply) => reply.type('application/yaml').send(app.swagger({ yaml: true })));
+  app.get('/openapi.yaml', { schema: unsecured }, async (_request, reply) =>
+    reply.type('application/yaml').send(app.swagger({ yaml: true })),
+  );
 }
 
 export const openApi = fp(openApiPlugin, { name: 'openapi' });

@@ -14,7 +14,9 @@ export const ACCOUNT_RATE_LIMITED = { rateLimit: {} };
  */
 async function rateLimitRoutes(app: FastifyInstance, config: Pick<Config, 'rateLimit' | 'redisUrl'>) {
   if (config.rateLimit === 0) return;
-  const redis = config.redisUrl ? new Redis(config.redisUrl, { connectTimeout: 2_000, maxRetriesPerRequest: 1 }) : undefined;
+  const redis = config.redisUrl
+    ? new Redis(config.redisUrl, { connectTimeout: 2_000, maxRetriesPerRequest: 1 })
+    : undefined;
   if (redis) app.addHook('onClose', async () => void redis.quit());
   await app.register(rateLimitPlugin, {
     global: false,
@@ -26,7 +28,10 @@ async function rateLimitRoutes(app: FastifyInstance, config: Pick<Config, 'rateL
     ...(redis ? { redis, nameSpace: 'plant-store-rate:' } : {}),
     keyGenerator: (request) => request.caller?.account ?? request.ip,
     errorResponseBuilder: (_request, context) =>
-      new HttpError(429, `too many requests for this account: the limit is ${context.max} per second; retry after ${context.after}`),
+      new HttpError(
+        429,
+        `too many requests for this account: the limit is ${context.max} per second; retry after ${context.after}`,
+      ),
   });
 }
 

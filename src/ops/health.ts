@@ -20,12 +20,22 @@ async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storag
   });
 
   const open = { tags: ['operations'], security: [] };
-  app.get('/healthz', { schema: { ...open, summary: 'The process is alive', response: { 200: Status } } }, async () => ({
-    status: 'ok',
-  }));
+  app.get(
+    '/healthz',
+    { schema: { ...open, summary: 'The process is alive', response: { 200: Status } } },
+    async () => ({
+      status: 'ok',
+    }),
+  );
   app.get(
     '/readyz',
-    { schema: { ...open, summary: 'Storage answers; 503 while stopping', response: { 200: Status, ...errorResponses(503) } } },
+    {
+      schema: {
+        ...open,
+        summary: 'Storage answers; 503 while stopping',
+        response: { 200: Status, ...errorResponses(503) },
+      },
+    },
     async () => {
       if (stopping) throw new HttpError(503, 'server is stopping; retry on another instance', { 'retry-after': '1' });
       try {
@@ -36,8 +46,10 @@ async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storag
       return { status: 'ready' };
     },
   );
-  app.get('/metrics', { schema: { ...open, summary: 'Prometheus metrics (text format)', produces: ['text/plain'] } }, async (_request, reply) =>
-    reply.type(registry.contentType).send(await registry.metrics()),
+  app.get(
+    '/metrics',
+    { schema: { ...open, summary: 'Prometheus metrics (text format)', produces: ['text/plain'] } },
+    async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),
   );
 }
 

@@ -86,7 +86,8 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
     async (request, reply) => {
       const { account } = request.caller!;
       const { limit, cursor } = request.query;
-      if (limit === undefined) return reply.type('application/json').send(Readable.from(jsonArray(plants.all(account, cursor))));
+      if (limit === undefined)
+        return reply.type('application/json').send(Readable.from(jsonArray(plants.all(account, cursor))));
       const page = await plants.page(account, limit, cursor);
       if (page.next !== null) reply.header('link', nextLink(request, limit, page.next));
       return page.plants;

@@ -135,13 +135,17 @@ export async function openPostgres(url: string, poolMax = DEFAULT_POOL_MAX): Pro
     },
 
     async findTokenByHash(secretHash) {
-      const [row] = await sql<TokenRow[]>`SELECT ${sql(TOKEN_COLUMNS)} FROM api_tokens WHERE secret_hash = ${secretHash}`;
+      const [row] = await sql<
+        TokenRow[]
+      >`SELECT ${sql(TOKEN_COLUMNS)} FROM api_tokens WHERE secret_hash = ${secretHash}`;
       return row ? toToken(row) : null;
     },
 
     async listTokens(account) {
       const ofAccount = account === undefined ? sql`` : sql`WHERE account = ${account}`;
-      const rows = await sql<TokenRow[]>`SELECT ${sql(TOKEN_COLUMNS)} FROM api_tokens ${ofAccount} ORDER BY created_at, id`;
+      const rows = await sql<
+        TokenRow[]
+      >`SELECT ${sql(TOKEN_COLUMNS)} FROM api_tokens ${ofAccount} ORDER BY created_at, id`;
       return rows.map(toToken);
     },
 

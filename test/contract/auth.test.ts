@@ -106,7 +106,11 @@ for (const engine of ENGINES) {
 
     describe('authentication comes before anything else about the request', () => {
       it('answers 401, not 400/413/415, to an unauthenticated bad request', async () => {
-        const bad = await call(`${s.url}/plants`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(20_000) });
+        const bad = await call(`${s.url}/plants`, {
+          method: 'POST',
+          headers: { 'content-type': 'text/plain' },
+          body: 'x'.repeat(20_000),
+        });
         assert.equal(bad.status, 401);
         assert.equal((await call(`${s.url}/plants?limit=-1`)).status, 401);
       });

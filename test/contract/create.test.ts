@@ -24,12 +24,22 @@ for (const engine of ENGINES) {
         assert.equal(reply.text, '{"name":"Fern"}');
       });
       it('accepts and ignores extra properties', async () => {
-        const reply = await postPlant(s.url, s.token, { id: freshId(), name: 'Cactus', color: 'green', nested: { a: [1] } });
+        const reply = await postPlant(s.url, s.token, {
+          id: freshId(),
+          name: 'Cactus',
+          color: 'green',
+          nested: { a: [1] },
+        });
         assert.equal(reply.status, 200);
         assert.deepEqual(reply.json, { name: 'Cactus' });
       });
       it('stores names and tags exactly as sent: spaces, unicode, empty tag', async () => {
-        for (const [name, tag] of [['  Aloe  ', ''], ['Cafe\u0301', 'e\u0301'], ['🌵 cactus', '多肉'], ['x'.repeat(256), 't'.repeat(256)]]) {
+        for (const [name, tag] of [
+          ['  Aloe  ', ''],
+          ['Cafe\u0301', 'e\u0301'],
+          ['🌵 cactus', '多肉'],
+          ['x'.repeat(256), 't'.repeat(256)],
+        ]) {
           const id = freshId();
           const reply = await postPlant(s.url, s.token, { id, name, tag });
           assert.equal(reply.status, 200, reply.text);
@@ -44,15 +54,38 @@ for (const engine of ENGINES) {
 
     describe('Content-Type must be JSON, else 415', () => {
       const body = JSON.stringify({ id: 1, name: 'x' });
-      for (const type of ['application/json', 'application/json; charset=utf-8', 'Application/JSON', 'application/merge-patch+json', 'application/vnd.plants+json; charset=UTF-8']) {
+      for (const type of [
+        'application/json',
+        'application/json; charset=utf-8',
+        'Application/JSON',
+        'application/merge-patch+json',
+        'application/vnd.plants+json; charset=UTF-8',
+      ]) {
         it(`accepts ${type}`, async () => {
-          const reply = await call(`${s.url}/plants`, { method: 'POST', token: s.token, headers: { 'content-type': type }, body: JSON.stringify({ id: freshId(), name: 'x' }) });
+          const reply = await call(`${s.url}/plants`, {
+            method: 'POST',
+            token: s.token,
+            headers: { 'content-type': type },
+            body: JSON.stringify({ id: freshId(), name: 'x' }),
+          });
           assert.equal(reply.status, 200, reply.text);
         });
       }
-      for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'multipart/form-data; boundary=x', 'application/jsonx', 'json']) {
+      for (const type of [
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'application/xml',
+        'multipart/form-data; boundary=x',
+        'application/jsonx',
+        'json',
+      ]) {
         it(`refuses ${type} with 415`, async () => {
-          const reply = await call(`${s.url}/plants`, { method: 'POST', token: s.token, headers: { 'content-type': type }, body });
+          const reply = await call(`${s.url}/plants`, {
+            method: 'POST',
+            token: s.token,
+            headers: { 'content-type': type },
+            body,
+          });
           assert.equal(reply.status, 415);
           assert.ok(isErrorBody(reply), reply.text);
         });
@@ -142,7 +175,12 @@ for (const engine of ENGINES) {
       });
       it('accepts the minimum and maximum int64 and orders them numerically', async () => {
         const token = createToken(s.database, `bounds-${engine.name}`).token;
-        for (const [id, name] of [['9223372036854775807', 'max'], ['-9223372036854775808', 'min'], ['0', 'zero'], ['-1', 'minus one']]) {
+        for (const [id, name] of [
+          ['9223372036854775807', 'max'],
+          ['-9223372036854775808', 'min'],
+          ['0', 'zero'],
+          ['-1', 'minus one'],
+        ]) {
           assert.equal((await postPlant(s.url, token, `{"id": ${id}, "name": "${name}"}`)).status, 200);
         }
         const names = ((await listPlants(s.url, token)).json as Array<{ name: string }>).map((p) => p.name);
@@ -163,7 +201,11 @@ for (const engine of ENGINES) {
       it('answers 409 for a different name, a different tag, an added or a removed tag', async () => {
         const token = createToken(s.database, `conflict-${engine.name}`).token;
         await postPlant(s.url, token, { id: 6, name: 'Mint', tag: 'herb' });
-        for (const body of [{ id: 6, name: 'Mint2', tag: 'herb' }, { id: 6, name: 'Mint', tag: 'Herb' }, { id: 6, name: 'Mint' }]) {
+        for (const body of [
+          { id: 6, name: 'Mint2', tag: 'herb' },
+          { id: 6, name: 'Mint', tag: 'Herb' },
+          { id: 6, name: 'Mint' },
+        ]) {
           const reply = await postPlant(s.url, token, body);
           assert.equal(reply.status, 409);
           assert.ok(isErrorBody(reply));

@@ -52,7 +52,9 @@ describe('every non-2xx response is the Error body', () => {
       assert.equal(reply.headers.get('allow'), 'GET, HEAD');
     });
     it('a method Fastify does not route (PROPFIND) on /plants', async () => {
-      const { status, head, json } = parseRaw(await raw(s.url, 'PROPFIND /plants HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+      const { status, head, json } = parseRaw(
+        await raw(s.url, 'PROPFIND /plants HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+      );
       assert.equal(status, 405);
       assert.match(head, /allow: GET, HEAD, POST/i);
       assert.deepEqual((json as { error: number }).error, 405);

@@ -77,7 +77,7 @@ for (const engine of ENGINES) {
 
     describe('paging: rel="next" links visit every plant exactly once, in order', () => {
       it('follows next links to the end and sees each plant once', async () => {
-        const ids = Array.from({ length: 53 }, (_, i) => (i * 7919) % 1000 - 500);
+        const ids = Array.from({ length: 53 }, (_, i) => ((i * 7919) % 1000) - 500);
         const token = await accountWith('paging', ids);
         const seen: string[] = [];
         let url: string | null = `${s.url}/plants?limit=10`;
@@ -125,7 +125,7 @@ for (const engine of ENGINES) {
       });
     });
 
-    describe("an account sees only its own plants", () => {
+    describe('an account sees only its own plants', () => {
       it('keeps two accounts apart, even sharing ids', async () => {
         const a = await accountWith('iso-a', [1, 2, 3]);
         const b = createToken(s.database, `iso-b-${engine.name}`).token;

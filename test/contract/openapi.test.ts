@@ -50,7 +50,8 @@ describe('GET /openapi.json and /openapi.yaml: the OpenAPI 3.0.1 document', () =
       const get = Object.keys(document.paths['/plants']!.get!.responses);
       assert.deepEqual(post, ['200', '400', '401', '403', '409', '413', '415', '429', '500', '503']);
       assert.deepEqual(get, ['200', '400', '401', '403', '429', '500', '503']);
-      for (const status of [404, 405, 413, 415, 429, 500, 503]) assert.ok(document.components.responses[`Error${status}`], String(status));
+      for (const status of [404, 405, 413, 415, 429, 500, 503])
+        assert.ok(document.components.responses[`Error${status}`], String(status));
     });
   });
 
@@ -66,7 +67,7 @@ describe('GET /openapi.json and /openapi.yaml: the OpenAPI 3.0.1 document', () =
         assert.equal(reply.status, 200, asset);
       }
       const initializer = await call(`${s.url}/docs/static/swagger-initializer.js`);
-      assert.match(initializer.text, /url: resolveUrl\('\.\/json'\)/, 'the page loads this server\'s own document');
+      assert.match(initializer.text, /url: resolveUrl\('\.\/json'\)/, "the page loads this server's own document");
       assert.equal((await call(`${s.url}/docs/json`)).status, 200);
     });
   });

@@ -18,7 +18,11 @@ describe('logs: one JSON line per request, tokens never logged', () => {
 
   it('logs request id, account, route, status and duration once per request', async () => {
     const before = requestLines(t.logs).length;
-    const reply = await t.app.inject({ method: 'GET', url: '/plants?limit=5', headers: { authorization: `Bearer ${token}`, 'x-request-id': 'client-id-42' } });
+    const reply = await t.app.inject({
+      method: 'GET',
+      url: '/plants?limit=5',
+      headers: { authorization: `Bearer ${token}`, 'x-request-id': 'client-id-42' },
+    });
     assert.equal(reply.statusCode, 200);
     assert.equal(reply.headers['x-request-id'], 'client-id-42');
     const lines = requestLines(t.logs).slice(before);
@@ -42,7 +46,12 @@ describe('logs: one JSON line per request, tokens never logged', () => {
     const bogus = 'pst_' + 'y'.repeat(43);
     await t.app.inject({ method: 'GET', url: '/plants', headers: { authorization: `Bearer ${token}` } });
     await t.app.inject({ method: 'GET', url: '/plants', headers: { authorization: `Bearer ${bogus}` } });
-    await t.app.inject({ method: 'POST', url: '/plants', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: '{"id":1,"name":"x"}' });
+    await t.app.inject({
+      method: 'POST',
+      url: '/plants',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      payload: '{"id":1,"name":"x"}',
+    });
     const all = t.logs.join('');
     assert.ok(!all.includes(token));
     assert.ok(!all.includes(bogus));
@@ -55,7 +64,12 @@ describe('GET /metrics: Prometheus text', () => {
   before(async () => {
     t = await testApp(sqlite);
     const token = await t.token('metered');
-    await t.app.inject({ method: 'POST', url: '/plants', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: '{"id":1,"name":"x"}' });
+    await t.app.inject({
+      method: 'POST',
+      url: '/plants',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      payload: '{"id":1,"name":"x"}',
+    });
     await t.app.inject({ method: 'GET', url: '/plants', headers: { authorization: 'Bearer pst_nope' } });
   });
   after(() => t.close());

@@ -45,11 +45,16 @@ for (const engine of ENGINES) {
 
         const beforeSignal = sent.filter((r) => r.sentAt < signalAt);
         assert.ok(beforeSignal.length > 50, `only ${beforeSignal.length} requests before the signal`);
-        assert.deepEqual(beforeSignal.filter((r) => r.status !== 200), []);
+        assert.deepEqual(
+          beforeSignal.filter((r) => r.status !== 200),
+          [],
+        );
 
         const restarted = await startServer({ database });
         try {
-          const stored = new Set(((await listPlants(restarted.url, token)).json as Array<{ name: string }>).map((p) => p.name));
+          const stored = new Set(
+            ((await listPlants(restarted.url, token)).json as Array<{ name: string }>).map((p) => p.name),
+          );
           for (const r of sent.filter((r) => r.status === 200)) assert.ok(stored.has(`p${r.id}`), `p${r.id} lost`);
         } finally {
           await restarted.stop();

@@ -8,7 +8,10 @@ import { createToken, runCli, startServer, type RunningServer } from '../helpers
 
 function workerPids(server: RunningServer): number[] {
   try {
-    return execFileSync('pgrep', ['-P', String(server.process.pid)], { encoding: 'utf8' }).trim().split('\n').map(Number);
+    return execFileSync('pgrep', ['-P', String(server.process.pid)], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .map(Number);
   } catch {
     return [];
   }
@@ -34,7 +37,9 @@ describe('--workers 2: two processes serve one port on one SQLite store', () => 
 
   it('keeps the API correct across workers: writes through one are read through the other', async () => {
     const { token } = createToken(store.url, 'spread');
-    const replies = await Promise.all(Array.from({ length: 40 }, (_, i) => postPlant(server.url, token, { id: i, name: `p${i}` })));
+    const replies = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => postPlant(server.url, token, { id: i, name: `p${i}` })),
+    );
     assert.deepEqual([...new Set(replies.map((r) => r.status))], [200]);
     for (let i = 0; i < 6; i++) {
       const plants = (await listPlants(server.url, token)).json as unknown[];

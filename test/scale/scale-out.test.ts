@@ -29,11 +29,18 @@ for (const engine of ENGINES) {
     after(async () => {
       const exits = await Promise.all(servers.map((s) => s.stop()));
       await drop();
-      assert.ok(exits.every((code) => code === 0), `exit codes after SIGTERM: ${exits.join(', ')}`);
+      assert.ok(
+        exits.every((code) => code === 0),
+        `exit codes after SIGTERM: ${exits.join(', ')}`,
+      );
     });
 
     it('creates one first token between them, not one each', () => {
-      assert.equal(servers.filter((s) => s.firstToken !== null).length, 1, servers.map((s) => s.output()).join('\n---\n'));
+      assert.equal(
+        servers.filter((s) => s.firstToken !== null).length,
+        1,
+        servers.map((s) => s.output()).join('\n---\n'),
+      );
     });
 
     it('reads through every instance what was written through any of them', async () => {
@@ -50,14 +57,18 @@ for (const engine of ENGINES) {
     it('treats the same create sent to all three at once as one plant', async () => {
       const { token } = createToken(database, 'replayed');
       const body = '{"id": -9223372036854775808, "name": "Fern"}';
-      const replies = await Promise.all(servers.flatMap((s) => Array.from({ length: 10 }, () => postPlant(s.url, token, body))));
+      const replies = await Promise.all(
+        servers.flatMap((s) => Array.from({ length: 10 }, () => postPlant(s.url, token, body))),
+      );
       assert.ok(replies.every((r) => r.status === 200));
       for (const server of servers) assert.equal((await listPlants(server.url, token)).text, '[{"name":"Fern"}]');
     });
 
     it('follows next links from one instance through the others, visiting every plant once', async () => {
       const { token } = createToken(database, 'paged');
-      await Promise.all(Array.from({ length: 25 }, (_, i) => postPlant(servers[0]!.url, token, { id: i, name: `n${i}` })));
+      await Promise.all(
+        Array.from({ length: 25 }, (_, i) => postPlant(servers[0]!.url, token, { id: i, name: `n${i}` })),
+      );
       const seen: string[] = [];
       let reply = await listPlants(servers[0]!.url, token, '?limit=4');
       for (let hop = 1; ; hop++) {
@@ -67,7 +78,10 @@ for (const engine of ENGINES) {
         const { pathname, search } = new URL(next);
         reply = await call(`${servers[hop % 3]!.url}${pathname}${search}`, { token });
       }
-      assert.deepEqual(seen, Array.from({ length: 25 }, (_, i) => `n${i}`));
+      assert.deepEqual(
+        seen,
+        Array.from({ length: 25 }, (_, i) => `n${i}`),
+      );
     });
 
     it('refuses a token revoked through the CLI on all three within 1 second', async () => {
@@ -93,7 +107,10 @@ for (const engine of ENGINES) {
           }
         }),
       );
-      assert.ok(refusedAfter.every((ms) => ms <= REVOCATION_DEADLINE_MS), `refused after ${refusedAfter.join(', ')} ms`);
+      assert.ok(
+        refusedAfter.every((ms) => ms <= REVOCATION_DEADLINE_MS),
+        `refused after ${refusedAfter.join(', ')} ms`,
+      );
       for (const server of servers) assert.equal((await listPlants(server.url, token)).status, 401);
     });
   });

@@ -34,7 +34,10 @@ for (const engine of ENGINES) {
         await storage.close();
       }
       token = createToken(store.url, 'big').token;
-      server = await startServer({ database: store.url, env: { NODE_OPTIONS: `--max-old-space-size=${HEAP_LIMIT_MB}` } });
+      server = await startServer({
+        database: store.url,
+        env: { NODE_OPTIONS: `--max-old-space-size=${HEAP_LIMIT_MB}` },
+      });
     });
 
     after(async () => {
