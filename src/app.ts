@@ -5,7 +5,13 @@ import bearer from './auth/bearer.js';
 import { jwtVerifier } from './auth/jwt.js';
 import type { Config } from './config.js';
 import { errorHandler, frameworkErrorHandler } from './errors.js';
-import { clientErrorHandler, noteEarlyAnswer, refuseConnect, requireHostHeader } from './http/client-errors.js';
+import {
+  clientErrorHandler,
+  noteEarlyAnswer,
+  refuseConnect,
+  refuseExpectation,
+  requireHostHeader,
+} from './http/client-errors.js';
 import { parseJsonBody } from './http/json-body.js';
 import { openApi } from './http/openapi.js';
 import { rateLimit } from './http/rate-limit.js';
@@ -59,6 +65,7 @@ export async function buildApp({ config, storage, logStream }: AppDeps): Promise
   // Missing Host and CONNECT get the `Error` body here instead of Node's empty answers.
   Object.assign(app.server, { connectionsCheckingInterval: 1_000, requireHostHeader: false });
   app.server.on('connect', refuseConnect);
+  app.server.on('checkExpectation', refuseExpectation);
 
   app.setErrorHandler(errorHandler);
   app.setValidatorCompiler(exactValidatorCompiler);

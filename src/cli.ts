@@ -4,6 +4,8 @@ import { tokenCommand } from './cli/token-commands.js';
 import { ConfigError, checkConfig, serverSettings, toOption, type Config } from './config.js';
 
 const BAD_SETTING_EXIT = 2;
+/** Listening failures that mean --host/--port cannot work here: a bad setting too. */
+const BAD_ADDRESS_CODES = new Set(['EADDRINUSE', 'EADDRNOTAVAIL', 'EACCES', 'ENOTFOUND', 'EAI_AGAIN']);
 
 function forEachCommand(command: Command, apply: (command: Command) => void) {
   apply(command);
@@ -45,6 +47,12 @@ async function main() {
     }
     if (error instanceof ConfigError) {
       process.stderr.write(`plant-store: error: ${error.message}\n`);
+      process.exit(BAD_SETTING_EXIT);
+    }
+    if (BAD_ADDRESS_CODES.has((error as { code?: string }).code ?? '')) {
+      process.stderr.write(
+        `plant-store: error: cannot listen (check --host and --port): ${(error as Error).message}\n`,
+      );
       process.exit(BAD_SETTING_EXIT);
     }
     process.stderr.write(`plant-store: ${(error as Error).message}\n`);

@@ -12,6 +12,8 @@ interface SettingSpec<T> {
   env: string;
   help: string;
   default?: T;
+  /** How --help shows the default, when not as the value itself. */
+  defaultText?: string;
   parse: (text: string) => T;
 }
 
@@ -166,6 +168,7 @@ export const serverSettings = {
     env: 'GROUP_COMMIT',
     help: 'on: concurrent creates share one transaction and one sync; off: one per create (for comparison)',
     default: true,
+    defaultText: 'on',
     parse: onOff,
   },
   trustProxy: {
@@ -204,7 +207,7 @@ export type Config = {
 
 export function toOption(spec: SettingSpec<unknown>): Option {
   const option = new Option(spec.flag, spec.help).env(spec.env).argParser((value: string) => spec.parse(value));
-  if (spec.default !== undefined) option.default(spec.default);
+  if (spec.default !== undefined) option.default(spec.default, spec.defaultText);
   return option;
 }
 

@@ -27,6 +27,14 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
   socket.end(rawErrorResponse(status, message));
 }
 
+/**
+ * An `Expect` other than 100-continue: Node answers 417 with an empty body unless someone listens
+ * for it. The request is not processed, as RFC 9110 allows; the answer is the `Error` body.
+ */
+export function refuseExpectation(_request: IncomingMessage, response: ServerResponse) {
+  response.socket?.end(rawErrorResponse(417, 'the Expect header is not supported (only 100-continue is)'));
+}
+
 /** CONNECT asks for a tunnel. Node drops the socket when nobody listens for it; answer instead. */
 export function refuseConnect(_request: IncomingMessage, socket: Duplex) {
   socket.end(rawErrorResponse(400, 'CONNECT is not supported: this server is not a proxy'));

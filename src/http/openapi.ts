@@ -12,17 +12,27 @@ const STATUS_MEANINGS: Record<number, string> = {
   403: 'The token lacks the scope this operation needs (plants:read or plants:write); WWW-Authenticate carries error="insufficient_scope".',
   404: 'No such path.',
   405: 'The path exists but not with this method; the Allow header lists the methods it has.',
+  408: 'The request (headers within 10 s, the whole request within 30 s) did not arrive in time.',
   409: 'The account already has a plant with this id and a different name or tag.',
   413: 'The body is larger than 16 KiB.',
+  417: 'An Expect header other than 100-continue.',
   415: 'Content-Type is missing or is not application/json (any charset) or application/*+json.',
+  431: 'Request headers larger than 16 KiB.',
   429: 'Too many requests for this account; Retry-After says when to try again.',
   500: 'Unexpected server error; the message carries no internals.',
   503: 'Temporarily unavailable (stopping, or the identity provider cannot be reached); Retry-After says when to retry.',
 };
 
-/** Response entries for the given statuses, all with the `Error` body. */
-export function errorResponses(...statuses: number[]): Record<number, object> {
-  return Object.fromEntries(statuses.map((s) => [s, { description: STATUS_MEANINGS[s], $ref: 'Error#' }]));
+const OTHER_ERRORS =
+  'Any other error, with the same Error body: 404 (no such path), 405 (method not allowed; see Allow), ' +
+  '408 (request too slow), 417 (unsupported Expect), 431 (headers too large).';
+
+/** Response entries for the given statuses, all with the `Error` body, and `default` for the rest. */
+export function errorResponses(...statuses: number[]): Record<string, object> {
+  return {
+    ...Object.fromEntries(statuses.map((s) => [s, { description: STATUS_MEANINGS[s], $ref: 'Error#' }])),
+    default: { description: OTHER_ERRORS, $ref: 'Error#' },
+  };
 }
 
 const API_DESCRIPTION = `Plant Store keeps each account's plants. Every call needs \`Authorization: Bearer <token>\`:
@@ -58,7 +68,13 @@ async function openApiPlugin(app: FastifyInstance) {
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { deepLinking: false } });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    staticCSP: true,
+    // As everywhere else: the page is often opened over plain HTTP, where this would break it.
+    transformStaticCSP: (csp) => csp.replace(/\s*upgrade-insecure-requests;?/, ''),
+    uiConfig: { deepLinking: false },
+  });
 
   const unsecured = { hide: true, security: [] };
   app.get('/openapi.json', { schema: unsecured }, async () => app.swagger());

@@ -5,14 +5,15 @@ import { httpDuration, httpRequests } from './metrics.js';
 
 const CLIENT_REQUEST_ID = /^[\w.:@-]{1,128}$/;
 
-/** A client's `X-Request-Id` when it is sane (no log injection), else a fresh UUID. */
-export function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
-  const given = request.headers['x-request-id'];
-  return typeof given === 'string' && CLIENT_REQUEST_ID.test(given) ? given : randomUUID();
-}
-
 /** Secrets a client put in the URL by mistake (`?access_token=...`): API tokens, JWTs, access_token values. */
 const SECRET_IN_URL = /pst_[\w-]+|eyJ[\w-]*\.[\w-]*\.[\w-]*|(?<=[?&]access_token=)[^&#]*/g;
+const LOOKS_SECRET = /pst_|eyJ/;
+
+/** A client's `X-Request-Id` when it is sane (no log injection, no token by mistake), else a fresh UUID. */
+export function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
+  const given = request.headers['x-request-id'];
+  return typeof given === 'string' && CLIENT_REQUEST_ID.test(given) && !LOOKS_SECRET.test(given) ? given : randomUUID();
+}
 
 /** The request URL as logged: tokens never reach the logs, wherever the client put them. */
 export function loggableUrl(url: string): string {

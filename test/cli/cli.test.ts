@@ -179,6 +179,19 @@ describe('plant-store serve settings', () => {
         });
       });
     }
+    it('an address it cannot listen on (port in use)', async () => {
+      await withFreshStore(sqlite, async (url) => {
+        const running = await startServer({ database: url });
+        try {
+          const port = new URL(running.url).port;
+          const result = runCli(['serve', '--database', url, '--port', port]);
+          assert.equal(result.status, 2, result.stderr);
+          assert.match(result.stderr.trim(), /^plant-store: error: cannot listen.*EADDRINUSE[^\n]*$/);
+        } finally {
+          await running.stop();
+        }
+      });
+    });
     it('flags win over environment variables', async () => {
       await withFreshStore(sqlite, async (url) => {
         const server = await startServer({ database: url, env: { PORT: 'not-a-port' } });

@@ -80,6 +80,17 @@ describe('every non-2xx response is the Error body', () => {
     }
   });
 
+  describe('an Expect other than 100-continue is 417 with the Error body', () => {
+    it('refuses Expect: foo', async () => {
+      const { status, head, json } = parseRaw(
+        await raw(s.url, 'GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nConnection: close\r\n\r\n'),
+      );
+      assert.equal(status, 417);
+      assert.match(head, /content-type: application\/json/i);
+      assert.equal((json as { error: number }).error, 417);
+    });
+  });
+
   describe('HEAD /plants behaves as GET without a body', () => {
     it('answers 200 with a token and 401 without', async () => {
       assert.equal((await call(`${s.url}/plants`, { method: 'HEAD', token: s.token })).status, 200);

@@ -35,8 +35,8 @@ describe('logs: one JSON line per request, tokens never logged', () => {
     assert.equal(typeof line!.durationMs, 'number');
   });
 
-  it('makes a request id when the client sends none (or an unsafe one) and returns it', async () => {
-    for (const headers of [{}, { 'x-request-id': 'bad id\nwith newline' }]) {
+  it('makes a request id when the client sends none, an unsafe one or a token, and returns it', async () => {
+    for (const headers of [{}, { 'x-request-id': 'bad id\nwith newline' }, { 'x-request-id': token }]) {
       const reply = await t.app.inject({ method: 'GET', url: '/healthz', headers });
       assert.match(String(reply.headers['x-request-id']), /^[0-9a-f-]{36}$/);
     }
