@@ -45,14 +45,7 @@ export class LoadClient {
     return new Promise((resolve, reject) => {
       const req = http.request(
         { host: this.base.hostname, port: this.base.port, method, path, headers, agent: this.agent },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('end', () =>
-            resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }),
-          );
-          res.on('error', reject);
-        },
+        collectAnswer(resolve, reject),
       );
       req.on('error', reject);
       req.end(body);
@@ -85,14 +78,11 @@ export function oneShot(
   init: { method?: string; headers?: Record<string, string>; body?: string } = {},
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: init.method ?? 'GET', headers: init.headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () =>
-        resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }),
-      );
-      res.on('error', reject);
-    });
+    const req = http.request(
+      url,
+      { method: init.method ?? 'GET', headers: init.headers, agent: false },
+      collectAnswer(resolve, reject),
+    );
     req.on('error', reject);
     req.end(init.body);
   });
@@ -303,4 +293,16 @@ export async function eventually(check: () => boolean, timeoutMs: number, everyM
     if (Date.now() >= until) return false;
     await sleep(everyMs);
   }
+}
+
+/** A response handler that reads the whole body and resolves with status, headers and text. */
+function collectAnswer(resolve: (answer: Answer) => void, reject: (error: Error) => void) {
+  return (res: http.IncomingMessage) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (chunk: Buffer) => chunks.push(chunk));
+    res.on('end', () =>
+      resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }),
+    );
+    res.on('error', reject);
+  };
 }
