@@ -1,9 +1,8 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { tokenCommand } from './cli/token-commands.js';
-import { ConfigError, checkConfig, serverSettings, toOption, type Config } from './config.js';
+import { BAD_SETTING_EXIT, ConfigError, checkConfig, serverSettings, toOption, type Config } from './config.js';
 
-const BAD_SETTING_EXIT = 2;
 /** Listening failures that mean --host/--port cannot work here: a bad setting too. */
 const BAD_ADDRESS_CODES = new Set(['EADDRINUSE', 'EADDRNOTAVAIL', 'EACCES', 'ENOTFOUND', 'EAI_AGAIN']);
 

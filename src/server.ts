@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
 import { issueFirstToken } from './auth/api-tokens.js';
-import type { Config } from './config.js';
+import { BAD_SETTING_EXIT, type Config } from './config.js';
 import { openStorage } from './storage/open.js';
 
 const RESTART_DELAY_MS = 1_000;
@@ -38,21 +38,26 @@ async function serveHere(config: Config, storage?: Awaited<ReturnType<typeof pre
 
 /** N workers on one port (node:cluster); a worker that dies is replaced. */
 async function supervise(config: Config) {
-  (await prepareStore(config)).close();
+  await (await prepareStore(config)).close();
   let stopping = false;
   const fork = () => cluster.fork();
+  const stop = () => {
+    stopping = true;
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+  };
   cluster.on('exit', (worker, code, signal) => {
+    // A worker refused a setting (say the port is taken): another would too, so give up.
+    if (code === BAD_SETTING_EXIT && !stopping) {
+      process.exitCode = BAD_SETTING_EXIT;
+      stop();
+    }
     if (stopping) {
-      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit();
       return;
     }
     console.error(`worker ${worker.process.pid} exited (${signal ?? code}); starting another`);
     setTimeout(fork, RESTART_DELAY_MS);
   });
-  const stop = () => {
-    stopping = true;
-    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
-  };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
   for (let i = 0; i < config.workers; i++) fork();
