@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { SECURITY_HEADERS } from './http/security-headers.js';
+import { LIMITS } from './schemas.js';
 import { isStorageUnavailable } from './storage/unavailable.js';
 
 /** An error that already knows its HTTP status; thrown where the problem is known. */
@@ -23,10 +24,8 @@ export const REALM = 'Bearer realm="plant-store"';
 
 /** Messages for the errors Fastify raises itself, so clients see our words, not internals. */
 const FRAMEWORK_MESSAGES: Record<string, string> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: 'request body is larger than 16384 bytes',
+  FST_ERR_CTP_BODY_TOO_LARGE: `request body is larger than ${LIMITS.bodyBytes} bytes`,
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body',
-  FST_ERR_CTP_EMPTY_JSON_BODY: 'request body is empty; send a JSON object',
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Content-Type must be application/json',
   FST_ERR_BAD_URL: 'malformed URL',
   FST_ERR_ASYNC_CONSTRAINT: 'malformed request',
 };

@@ -4,6 +4,7 @@ import { buildApp } from './app.js';
 import { issueFirstToken } from './auth/api-tokens.js';
 import { BAD_SETTING_EXIT, type Config } from './config.js';
 import { openStorage } from './storage/open.js';
+import type { Storage } from './storage/types.js';
 
 const RESTART_DELAY_MS = 1_000;
 
@@ -15,17 +16,20 @@ function announceFirstToken(secret: string, config: Config) {
   );
 }
 
+function openConfiguredStorage(config: Config): Promise<Storage> {
+  return openStorage(config.database, { pgPoolMax: config.pgPoolMax });
+}
+
 /** Migrations and the first token happen once, before any worker serves. */
-async function prepareStore(config: Config) {
-  const storage = await openStorage(config.database, { pgPoolMax: config.pgPoolMax });
+async function prepareStore(config: Config): Promise<Storage> {
+  const storage = await openConfiguredStorage(config);
   const secret = await issueFirstToken(storage);
   if (secret !== null) announceFirstToken(secret, config);
   return storage;
 }
 
 /** One process serving HTTP until SIGTERM/SIGINT; in-flight requests finish, then exit 0. */
-async function serveHere(config: Config, storage?: Awaited<ReturnType<typeof prepareStore>>) {
-  const store = storage ?? (await openStorage(config.database, { pgPoolMax: config.pgPoolMax }));
+async function serveHere(config: Config, store: Storage) {
   const app = await buildApp({ config, storage: store });
   closeWithGrace({ delay: config.shutdownTimeout, logger: app.log }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'stopping after an unexpected error');
@@ -66,5 +70,5 @@ async function supervise(config: Config) {
 export async function serve(config: Config) {
   if (config.workers === 1) return serveHere(config, await prepareStore(config));
   if (cluster.isPrimary) return supervise(config);
-  return serveHere(config);
+  return serveHere(config, await openConfiguredStorage(config));
 }

@@ -33,10 +33,9 @@ async function observabilityPlugin(app: FastifyInstance) {
   });
   app.addHook('onResponse', (request, reply, done) => {
     const route = routeLabel(request);
-    const status = String(reply.statusCode);
-    const seconds = reply.elapsedTime / 1000;
-    httpRequests.inc({ method: request.method, route, status });
-    httpDuration.observe({ method: request.method, route, status }, seconds);
+    const labels = { method: request.method, route, status: String(reply.statusCode) };
+    httpRequests.inc(labels);
+    httpDuration.observe(labels, reply.elapsedTime / 1000);
     request.log.info(
       {
         method: request.method,

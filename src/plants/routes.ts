@@ -5,7 +5,7 @@ import { HttpError } from '../errors.js';
 import { isJsonContentType } from '../http/json-body.js';
 import { errorResponses } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
-import { LIMITS, ListQuery, NewPlant, Plant, Plants } from '../schemas.js';
+import { ListQuery, NewPlant, Plant, Plants } from '../schemas.js';
 import type { PlantService } from './service.js';
 
 const serializePlant = fastJson(Plant);
@@ -39,7 +39,6 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
   app.post<{ Body: NewPlant }>(
     '/plants',
     {
-      bodyLimit: LIMITS.bodyBytes,
       config: ACCOUNT_RATE_LIMITED,
       onRequest: app.requireScope('plants:write'),
       preParsing: async (request) => requireJson(request),

@@ -33,7 +33,7 @@ export function groupCommit(storage: Storage, enabled = true): (write: PlantWrit
       return outcome!;
     };
   }
-  let queue: Pending[] = [];
+  const queue: Pending[] = [];
   let scheduled = false;
   let committing = false;
 
@@ -52,8 +52,7 @@ export function groupCommit(storage: Storage, enabled = true): (write: PlantWrit
     scheduled = false;
     committing = true;
     while (queue.length > 0) {
-      const batch = queue.slice(0, MAX_BATCH);
-      queue = queue.slice(batch.length);
+      const batch = queue.splice(0, MAX_BATCH);
       await commit(batch);
     }
     committing = false;

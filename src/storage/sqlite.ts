@@ -92,6 +92,7 @@ export function openSqlite(url: string): Storage {
   const accountTokens = db.prepare('SELECT * FROM api_tokens WHERE account = ? ORDER BY created_at, id');
   const revoke = db.prepare('UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?');
   const countTokens = db.prepare('SELECT count(*) AS n FROM api_tokens');
+  const selectOneRow = db.prepare('SELECT 1');
 
   const insertAll = db.transaction((writes: PlantWrite[]): InsertOutcome[] =>
     writes.map(({ account, plant }) => {
@@ -158,7 +159,7 @@ export function openSqlite(url: string): Storage {
       return createFirst.immediate(token);
     },
     async ping() {
-      db.prepare('SELECT 1').get();
+      selectOneRow.get();
     },
     async close() {
       db.close();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { hashSecret } from '../../src/auth/api-tokens.js';
@@ -36,6 +36,15 @@ const HELMET_HEADERS = [
   'x-permitted-cross-domain-policies',
   'x-xss-protection',
 ];
+
+/** A real server on a new store of `engine`, both gone when the test `t` ends. */
+async function serverOnFreshStore(engine: Engine, t: TestContext) {
+  const { url: database, drop } = await engine.fresh();
+  t.after(drop);
+  const server = await startServer({ database });
+  t.after(() => server.stop('SIGKILL'));
+  return { database, server };
+}
 
 function randomApiToken(): string {
   return 'pst_' + randomBytes(32).toString('base64url');
@@ -196,10 +205,7 @@ for (const engine of ENGINES) {
 
   describe(`the store keeps only a hash of each token, and a token is found by that hash (${engine.name})`, () => {
     it('no secret is anywhere in the store; the SHA-256 of each is; a token stored only as a hash authenticates', async (t) => {
-      const { url: database, drop } = await engine.fresh();
-      t.after(drop);
-      const server = await startServer({ database });
-      t.after(() => server.stop('SIGKILL'));
+      const { database, server } = await serverOnFreshStore(engine, t);
       const first = server.firstToken!;
       assert.ok(first, 'the first start created a token');
       const issued = [createToken(database, 'hash-a'), createToken(database, 'hash-b', ['--scopes', 'plants:read'])];
@@ -240,10 +246,7 @@ for (const engine of ENGINES) {
 
   describe(`every response carries the security headers, errors included (${engine.name})`, () => {
     it('on 2xx, 3xx, 400, 401, 403, 404, 405, 409, 413, 415 from the app and on the raw 400 and 431 answers', async (t) => {
-      const { url: database, drop } = await engine.fresh();
-      t.after(drop);
-      const server = await startServer({ database });
-      t.after(() => server.stop('SIGKILL'));
+      const { database, server } = await serverOnFreshStore(engine, t);
       const token = server.firstToken!;
       const readOnly = createToken(database, 'headers', ['--scopes', 'plants:read']).token;
       const auth = { authorization: `Bearer ${token}` };
