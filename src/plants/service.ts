@@ -1,9 +1,10 @@
 import { HttpError } from '../errors.js';
-import { createsAcknowledged, plantsCreated, timed } from '../ops/metrics.js';
+import { createsAcknowledged, plantsCreated, storageOperation, timed } from '../ops/metrics.js';
 import type { NewPlant, Plant } from '../schemas.js';
 import { groupCommit } from '../storage/group-commit.js';
 import type { PlantRecord, Storage } from '../storage/types.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
+import { PageCache } from './page-cache.js';
 
 export interface Page {
   plants: Plant[];
@@ -22,6 +23,7 @@ async function* toPlantChunks(chunks: AsyncIterable<PlantRecord[]>): AsyncIterab
 /** The rules of the plants collection, above storage and below HTTP. */
 export class PlantService {
   private readonly write;
+  private readonly pages = new PageCache();
 
   constructor(
     private readonly storage: Storage,
@@ -33,7 +35,7 @@ export class PlantService {
   /** Stores the plant, or confirms a retry of it; a different plant under the same id is a 409. */
   async create(account: string, input: NewPlant): Promise<Plant> {
     const plant: PlantRecord = { id: input.id, name: input.name, tag: input.tag ?? null };
-    const { created, stored } = await timed('insert', () => this.write({ account, plant }));
+    const { created, stored } = await timed(storageOperation.insert, () => this.write({ account, plant }));
     if (!created && (stored.name !== plant.name || stored.tag !== plant.tag)) {
       throw new HttpError(409, `a different plant with id ${plant.id} already exists`);
     }
@@ -45,10 +47,18 @@ export class PlantService {
   async page(account: string, limit: number, cursor: string | undefined): Promise<Page> {
     const after = cursor === undefined ? null : decodeCursor(cursor);
     if (limit === 0) return { plants: [], next: null };
-    const rows = await timed('list', () => this.storage.listPlants(account, after, limit + 1));
+    // The version is read before the rows, so a page is never stamped newer than what it holds.
+    const version = this.storage.plantsVersion();
+    const cached = version === null ? undefined : this.pages.get(version, account, after, limit);
+    if (cached !== undefined) return cached;
+    const rows = await timed(storageOperation.list, () => this.storage.listPlants(account, after, limit + 1));
     const more = rows.length > limit;
-    const plants = (more ? rows.slice(0, limit) : rows).map(toPlant);
-    return { plants, next: more ? encodeCursor(rows[limit - 1]!.id) : null };
+    const page = {
+      plants: (more ? rows.slice(0, limit) : rows).map(toPlant),
+      next: more ? encodeCursor(rows[limit - 1]!.id) : null,
+    };
+    if (version !== null) this.pages.set(version, account, after, limit, page);
+    return page;
   }
 
   /** Every plant from the cursor on; a bad cursor throws here, before any byte is sent. */

@@ -130,6 +130,11 @@ export async function openPostgres(url: string, poolMax = DEFAULT_POOL_MAX): Pro
       for await (const rows of query.cursor(STREAM_CHUNK_ROWS)) yield [...rows];
     },
 
+    plantsVersion() {
+      // Other instances commit without telling this one; every read goes to the database.
+      return null;
+    },
+
     async createToken(token) {
       await insertToken(sql, token);
     },

@@ -94,6 +94,12 @@ export function openSqlite(url: string): Storage {
   const countTokens = db.prepare('SELECT count(*) AS n FROM api_tokens');
   const selectOneRow = db.prepare('SELECT 1');
 
+  // data_version moves when another connection (another process) commits; this connection's own
+  // commits are counted here. Either one moves `plantsVersion`.
+  const dataVersion = db.prepare('PRAGMA data_version').pluck();
+  let seenDataVersion = dataVersion.get();
+  let version = 0;
+
   const insertAll = db.transaction((writes: PlantWrite[]): InsertOutcome[] =>
     writes.map(({ account, plant }) => {
       if (insert.run(account, plant.id, plant.name, plant.tag).changes === 1) return { created: true, stored: plant };
@@ -126,7 +132,19 @@ export function openSqlite(url: string): Storage {
   return {
     engine: 'sqlite',
     async insertPlants(writes) {
-      return insertAll.immediate(writes);
+      try {
+        return insertAll.immediate(writes);
+      } finally {
+        version++;
+      }
+    },
+    plantsVersion() {
+      const current = dataVersion.get();
+      if (current !== seenDataVersion) {
+        seenDataVersion = current;
+        version++;
+      }
+      return version;
     },
     async listPlants(account, afterId, limit) {
       return page(account, afterId, limit);

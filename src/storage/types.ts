@@ -48,6 +48,13 @@ export interface Storage {
   /** Every plant with id > `afterId`, ascending, in chunks, without holding them all in memory. */
   streamPlants(account: string, afterId: bigint | null): AsyncIterable<PlantRecord[]>;
 
+  /**
+   * A number that moves whenever a commit, by this process or any other, may have changed the
+   * plants; null when the engine cannot tell cheaply. Read before a read, it stamps what that read
+   * saw: the result stays current for as long as the number stays the same.
+   */
+  plantsVersion(): number | null;
+
   createToken(token: NewToken): Promise<void>;
   findTokenByHash(secretHash: string): Promise<TokenRecord | null>;
   listTokens(account?: string): Promise<TokenRecord[]>;

@@ -54,6 +54,20 @@ for (const engine of ENGINES) {
       for (const server of servers) assert.equal((await listPlants(server.url, token)).text, expected);
     });
 
+    it('shows a plant created through one instance on the page another has just served', async () => {
+      const { token } = createToken(database, 'fresh-pages');
+      const expected: { name: string }[] = [];
+      for (let i = 0; i < 6; i++) {
+        // Every instance serves (and may keep) the first page, then one of them creates a plant on it.
+        for (const server of servers)
+          assert.equal((await listPlants(server.url, token, '?limit=10')).text, JSON.stringify(expected));
+        assert.equal((await postPlant(servers[i % 3]!.url, token, { id: i, name: `fresh ${i}` })).status, 200);
+        expected.push({ name: `fresh ${i}` });
+        for (const server of servers)
+          assert.equal((await listPlants(server.url, token, '?limit=10')).text, JSON.stringify(expected));
+      }
+    });
+
     it('treats the same create sent to all three at once as one plant', async () => {
       const { token } = createToken(database, 'replayed');
       const body = '{"id": -9223372036854775808, "name": "Fern"}';
