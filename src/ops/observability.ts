@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { httpDuration, httpRequests } from './metrics.js';
+import { httpDuration } from './metrics.js';
 
 const CLIENT_REQUEST_ID = /^[\w.:@-]{1,128}$/;
 
@@ -33,9 +33,8 @@ async function observabilityPlugin(app: FastifyInstance) {
   });
   app.addHook('onResponse', (request, reply, done) => {
     const route = routeLabel(request);
-    const labels = { method: request.method, route, status: String(reply.statusCode) };
-    httpRequests.inc(labels);
-    httpDuration.observe(labels, reply.elapsedTime / 1000);
+    const elapsedMs = reply.elapsedTime;
+    httpDuration.of(request.method, route, String(reply.statusCode)).observe(elapsedMs / 1000);
     request.log.info(
       {
         method: request.method,
@@ -43,7 +42,7 @@ async function observabilityPlugin(app: FastifyInstance) {
         url: loggableUrl(request.url),
         status: reply.statusCode,
         account: request.caller?.account,
-        durationMs: Math.round(reply.elapsedTime * 100) / 100,
+        durationMs: Math.round(elapsedMs * 100) / 100,
       },
       'request',
     );
