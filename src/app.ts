@@ -1,5 +1,6 @@
 import type { Writable } from 'node:stream';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import pino from 'pino';
 import { apiTokenVerifier } from './auth/api-token-verifier.js';
 import bearer from './auth/bearer.js';
 import { jwtVerifier } from './auth/jwt.js';
@@ -32,13 +33,22 @@ export interface AppDeps {
   logStream?: Writable;
 }
 
+/**
+ * Standard output, written in blocks of 4 KiB or every 100 ms instead of one write per line (a
+ * system call per request was a twentieth of a create's CPU time in the bench). What is buffered
+ * is written when the process exits, even after an uncaught error; only a SIGKILL loses it.
+ */
+function bufferedStdout() {
+  return pino.destination({ dest: 1, sync: true, minLength: 4096, periodicFlush: 100 });
+}
+
 /** Process-level options; the server and the tests build the app with exactly these. */
 export function serverOptions(config: Config, logStream?: Writable): FastifyServerOptions {
   return {
     logger: {
       level: config.logLevel,
       redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
-      ...(logStream ? { stream: logStream } : {}),
+      stream: logStream ?? bufferedStdout(),
     },
     // One line per request comes from ops/observability.ts instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
