@@ -1,6 +1,7 @@
 import type { Storage, TokenRecord } from '../storage/types.js';
 import { invalidToken } from './errors.js';
 import { hashSecret } from './api-tokens.js';
+import type { Verifier } from './bearer.js';
 import type { Caller } from './scopes.js';
 
 /**
@@ -16,12 +17,11 @@ interface Cached {
   until: number;
 }
 
-export function apiTokenVerifier(storage: Storage): (secret: string) => Promise<Caller> {
+/** Checks API tokens; a token seen in the last TOKEN_CACHE_MS is answered without a promise or a storage call. */
+export function apiTokenVerifier(storage: Storage): Verifier {
   const cache = new Map<string, Cached>();
 
   async function lookup(hash: string, now: number): Promise<Cached> {
-    const hit = cache.get(hash);
-    if (hit && hit.until > now) return hit;
     const record = await storage.findTokenByHash(hash);
     const entry: Cached = {
       record,
@@ -33,12 +33,18 @@ export function apiTokenVerifier(storage: Storage): (secret: string) => Promise<
     return entry;
   }
 
-  return async (secret) => {
-    const now = Date.now();
-    const { record, caller } = await lookup(hashSecret(secret), now);
+  function check({ record, caller }: Cached, now: number): Caller {
     if (!record || !caller) throw invalidToken('unknown token');
     if (record.revokedAt !== null) throw invalidToken('token revoked');
     if (record.expiresAt !== null && record.expiresAt.getTime() <= now) throw invalidToken('token expired');
     return caller;
+  }
+
+  return (secret) => {
+    const now = Date.now();
+    const hash = hashSecret(secret);
+    const hit = cache.get(hash);
+    if (hit !== undefined && hit.until > now) return check(hit, now);
+    return lookup(hash, now).then((entry) => check(entry, now));
   };
 }

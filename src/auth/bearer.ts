@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { TOKEN_PREFIX } from './api-tokens.js';
 import { insufficientScope, invalidToken, missingCredentials } from './errors.js';
@@ -10,11 +10,12 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     /** An onRequest hook: bearer token -> `request.caller`, then the scope check. */
-    requireScope(scope: Scope): onRequestAsyncHookHandler;
+    requireScope(scope: Scope): onRequestHookHandler;
   }
 }
 
-export type Verifier = (token: string) => Promise<Caller>;
+/** A caller at once when the answer is known in memory, else a promise of one; throws (or rejects) with a 401. */
+export type Verifier = (token: string) => Caller | Promise<Caller>;
 
 export interface BearerOptions {
   apiToken: Verifier;
@@ -25,7 +26,7 @@ export interface BearerOptions {
 const BEARER = /^bearer +([\x21-\x7e]+) *$/i;
 const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
 
-async function authenticate(request: FastifyRequest, verifiers: BearerOptions): Promise<Caller> {
+function authenticate(request: FastifyRequest, verifiers: BearerOptions): Caller | Promise<Caller> {
   const header = request.headers.authorization;
   if (header === undefined)
     throw missingCredentials('missing Authorization header; send "Authorization: Bearer <token>"');
@@ -38,10 +39,15 @@ async function authenticate(request: FastifyRequest, verifiers: BearerOptions): 
 
 async function bearerPlugin(app: FastifyInstance, verifiers: BearerOptions) {
   app.decorateRequest('caller', null);
-  app.decorate('requireScope', (scope: Scope): onRequestAsyncHookHandler => async (request) => {
-    const caller = await authenticate(request, verifiers);
-    request.caller = caller;
-    if (!caller.scopes.has(scope)) throw insufficientScope(scope);
+  // Callback-style: most requests carry a token checked in the last moment, answered without a promise.
+  app.decorate('requireScope', (scope: Scope): onRequestHookHandler => (request, _reply, done) => {
+    const authorize = (caller: Caller) => {
+      request.caller = caller;
+      done(caller.scopes.has(scope) ? undefined : insufficientScope(scope));
+    };
+    const caller = authenticate(request, verifiers);
+    if (caller instanceof Promise) caller.then(authorize, done);
+    else authorize(caller);
   });
 }
 

@@ -1,15 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError, rawErrorResponse } from '../errors.js';
 
 /** Sockets that were answered (say 401) before the request body had fully arrived. */
 const answeredEarly = new WeakSet<Socket>();
 
 /** onResponse hook: remembers an answer given while the body was still coming. */
-export async function noteEarlyAnswer(request: FastifyRequest) {
+export function noteEarlyAnswer(request: FastifyRequest, _reply: FastifyReply, done: () => void) {
   if (!request.raw.complete) answeredEarly.add(request.raw.socket);
+  done();
 }
 
 /** Requests the HTTP parser rejects never reach Fastify; they still get the `Error` body. */
@@ -44,8 +45,10 @@ export function refuseConnect(_request: IncomingMessage, socket: Duplex) {
  * HTTP/1.1 requires Host. Node's own refusal has an empty body, so it is turned off
  * (`requireHostHeader: false`) and the check made here, where the answer is the `Error` body.
  */
-export async function requireHostHeader(request: FastifyRequest) {
-  if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
-    throw new HttpError(400, 'the Host header is required');
-  }
+export function requireHostHeader(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
+  done(
+    request.raw.httpVersion === '1.1' && request.headers.host === undefined
+      ? new HttpError(400, 'the Host header is required')
+      : undefined,
+  );
 }

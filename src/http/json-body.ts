@@ -3,6 +3,10 @@ import { HttpError } from '../errors.js';
 
 const JSON_MEDIA_TYPE = /^application\/(?:[\w.!#$&^-]+\+)?json$/i;
 const INTEGER_LITERAL = /^-?\d+$/;
+/** At most 15 digits: always within ±2^53, so a double holds it exactly. */
+const SHORT_INTEGER_LITERAL = /^-?\d{1,15}$/;
+const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** `application/json` with any parameters, or `application/*+json`. */
@@ -18,9 +22,10 @@ export function isJsonContentType(header: string | undefined): boolean {
  * ordinary JS number (a fraction or exponent form is never a valid id anyway).
  */
 function exactNumber(literal: string): number | bigint {
+  if (SHORT_INTEGER_LITERAL.test(literal)) return Number(literal);
   if (INTEGER_LITERAL.test(literal)) {
     const value = BigInt(literal);
-    return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value;
+    return value >= MIN_SAFE && value <= MAX_SAFE ? Number(value) : value;
   }
   return Number(literal);
 }

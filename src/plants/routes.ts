@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, preParsingHookHandler } from 'fastify';
 import fastJson from 'fast-json-stringify';
 import { HttpError } from '../errors.js';
 import { isJsonContentType } from '../http/json-body.js';
@@ -29,11 +29,10 @@ function nextLink(request: FastifyRequest, limit: number, cursor: string): strin
   return `<${request.protocol}://${request.host}/plants?limit=${limit}&cursor=${cursor}>; rel="next"`;
 }
 
-async function requireJson(request: FastifyRequest) {
-  if (!isJsonContentType(request.headers['content-type'])) {
-    throw new HttpError(415, 'Content-Type must be application/json (or application/*+json)');
-  }
-}
+const requireJson: preParsingHookHandler = (request, _reply, payload, done) => {
+  if (isJsonContentType(request.headers['content-type'])) done(null, payload);
+  else done(new HttpError(415, 'Content-Type must be application/json (or application/*+json)'));
+};
 
 export async function plantRoutes(app: FastifyInstance, { plants }: { plants: PlantService }) {
   app.post<{ Body: NewPlant }>(
@@ -41,7 +40,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
     {
       config: ACCOUNT_RATE_LIMITED,
       onRequest: app.requireScope('plants:write'),
-      preParsing: async (request) => requireJson(request),
+      preParsing: requireJson,
       schema: {
         operationId: 'addPlant',
         summary: 'Creates a new plant in the store',
