@@ -10,6 +10,21 @@ import type { PlantService } from './service.js';
 
 const serializePlant = fastJson(Plant);
 
+/**
+ * The JSON text of pages the service hands out more than once (its page cache gives back the
+ * same array), so a page served again is not serialized again.
+ */
+const pageBodies = new WeakMap<Plant[], string>();
+
+function pageBody(plants: Plant[]): string {
+  let body = pageBodies.get(plants);
+  if (body === undefined) {
+    body = `[${plants.map((plant) => serializePlant(plant)).join(',')}]`;
+    pageBodies.set(plants, body);
+  }
+  return body;
+}
+
 /** The whole list as one JSON array, written chunk by chunk as rows come from storage. */
 async function* jsonArray(chunks: AsyncIterable<Plant[]>): AsyncIterable<string> {
   let first = true;
@@ -88,7 +103,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
         return reply.type('application/json').send(Readable.from(jsonArray(plants.all(account, cursor))));
       const page = await plants.page(account, limit, cursor);
       if (page.next !== null) reply.header('link', nextLink(request, limit, page.next));
-      return page.plants;
+      return reply.type('application/json').send(pageBody(page.plants));
     },
   );
 }
