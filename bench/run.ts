@@ -6,8 +6,8 @@
  * alternate service / ceiling (A B A B ...) after a warm-up of each. Writes
  * bench/results/<timestamp>.json, bench/results/chart.svg and BENCHMARKS.md.
  *
- * Knobs (environment): BENCH_DURATION (s per measured run, default 6), BENCH_WARMUP (s, 2),
- * BENCH_ROUNDS (3), BENCH_LOAD=autocannon (use autocannon even when wrk is installed),
+ * Knobs (environment): BENCH_DURATION (s per measured run, default 6), BENCH_WARMUP (s, 5),
+ * BENCH_ROUNDS (5), BENCH_LOAD=autocannon (use autocannon even when wrk is installed),
  * BENCH_KEEP=1 (keep the temporary directory with the databases and server logs).
  * `node --import tsx bench/run.ts --render bench/results/<file>.json` renders BENCHMARKS.md and
  * the chart again from a saved run, without measuring.
@@ -40,8 +40,11 @@ import { seedPlant } from './seed-data.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DURATION = Number(process.env.BENCH_DURATION ?? 6);
-const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+// Five seconds: with the server pinned to one core, V8's compiler threads share it, and both the
+// ceiling and the service still showed first-run latency tails of 0.2-0.9 s after two.
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
+// Five rounds: a median of five stays put when the VM's neighbours spoil one or two rounds.
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const CONNECTIONS = 64;
 const GET_PLANTS = 1_000;
 const LIST_PLANTS = 100_000;
