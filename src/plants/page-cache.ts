@@ -1,7 +1,11 @@
 import type { Page } from './service.js';
 
-/** Plants held over all cached pages: with names and tags at their longest, about 11 MiB. */
-const MAX_CACHED_PLANTS = 10_000;
+/**
+ * Plants held over all cached pages. The route keeps each page's JSON text beside it; with names
+ * and tags at their longest (and every character escaped) that is about 20 MiB at worst,
+ * a few hundred KiB for ordinary plants.
+ */
+const MAX_CACHED_PLANTS = 5_000;
 /** A larger page is not held: reading it costs far more than the lookup saves. */
 const MAX_PAGE_PLANTS = 1_000;
 
