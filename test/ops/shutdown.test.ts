@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { get, type IncomingMessage } from 'node:http';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ENGINES } from '../helpers/engines.js';
@@ -68,3 +69,34 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+function getOnce(url: string, headers: Record<string, string>): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) =>
+    get(url, { headers, agent: false }, (response) => response.resume().on('end', () => resolve(response))).on(
+      'error',
+      reject,
+    ),
+  );
+}
+
+describe('SIGTERM: every log line is written before the process exits', () => {
+  it('writes the request lines and the stopping line, though lines are buffered', async () => {
+    const { url: database, drop } = await ENGINES[0]!.fresh();
+    try {
+      const server = await startServer({ database });
+      // Connection: close, so nothing holds the server open and it exits well within the 100 ms
+      // after which buffered lines would be written anyway.
+      const headers = { authorization: `Bearer ${server.firstToken}`, connection: 'close' };
+      for (let i = 0; i < 3; i++) assert.equal((await getOnce(`${server.url}/plants`, headers)).statusCode, 200);
+      assert.equal(await server.stop('SIGTERM'), 0);
+      const lines = server.output().split('\n');
+      assert.equal(lines.filter((line) => line.includes('"msg":"request"')).length, 3, server.output());
+      assert.ok(
+        lines.some((line) => line.includes('stopping: finishing in-flight requests')),
+        server.output(),
+      );
+    } finally {
+      await drop();
+    }
+  });
+});
