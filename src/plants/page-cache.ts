@@ -1,9 +1,10 @@
 import type { Page } from './service.js';
 
 /**
- * Plants held over all cached pages. The route keeps each page's JSON text beside it; with names
- * and tags at their longest (and every character escaped) that is about 20 MiB at worst,
- * a few hundred KiB for ordinary plants.
+ * What the cache may hold, counted in plants, an empty page counting as one (otherwise a client
+ * could fill memory with pages past its last plant). The route keeps each page's JSON text beside
+ * it; with names and tags at their longest (and every character escaped) that is about 20 MiB at
+ * worst, a few hundred KiB for ordinary plants.
  */
 const MAX_CACHED_PLANTS = 5_000;
 /** A larger page is not held: reading it costs far more than the lookup saves. */
@@ -19,6 +20,7 @@ const MAX_PAGE_PLANTS = 1_000;
 export class PageCache {
   private version: number | null = null;
   private readonly pages = new Map<string, Page>();
+  /** The cost of every page held, in plants (see MAX_CACHED_PLANTS). */
   private plants = 0;
 
   get(version: number, account: string, after: bigint | null, limit: number): Page | undefined {
@@ -33,16 +35,27 @@ export class PageCache {
 
   /** Keeps `page`, read at `version`; nothing is kept when the store has moved on since. */
   set(version: number, account: string, after: bigint | null, limit: number, page: Page) {
-    const size = page.plants.length;
-    if (version !== this.version || size > MAX_PAGE_PLANTS) return;
-    for (const [oldest, evicted] of this.pages) {
-      if (this.plants + size <= MAX_CACHED_PLANTS) break;
-      this.pages.delete(oldest);
-      this.plants -= evicted.plants.length;
+    if (version !== this.version || page.plants.length > MAX_PAGE_PLANTS) return;
+    const pageKey = key(account, after, limit);
+    this.remove(pageKey);
+    for (const oldest of this.pages.keys()) {
+      if (this.plants + cost(page) <= MAX_CACHED_PLANTS) break;
+      this.remove(oldest);
     }
-    this.pages.set(key(account, after, limit), page);
-    this.plants += size;
+    this.pages.set(pageKey, page);
+    this.plants += cost(page);
   }
+
+  private remove(pageKey: string) {
+    const page = this.pages.get(pageKey);
+    if (page === undefined) return;
+    this.pages.delete(pageKey);
+    this.plants -= cost(page);
+  }
+}
+
+function cost(page: Page): number {
+  return Math.max(1, page.plants.length);
 }
 
 /** The account's length first, so no account name can be mistaken for another's prefix. */

@@ -95,7 +95,8 @@ export function openSqlite(url: string): Storage {
   const selectOneRow = db.prepare('SELECT 1');
 
   // data_version moves when another connection (another process) commits; this connection's own
-  // commits are counted here. Either one moves `plantsVersion`.
+  // writes are counted here, failed ones too (a version moved for nothing only costs a cache miss).
+  // Either one moves `plantsVersion`.
   const dataVersion = db.prepare('PRAGMA data_version').pluck();
   let seenDataVersion = dataVersion.get();
   let version = 0;

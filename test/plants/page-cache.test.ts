@@ -56,6 +56,23 @@ describe('the page cache answers only what the store would answer now', () => {
     for (let i = 1; i < 6; i++) assert.ok(cache.get(1, 'a', BigInt(i), 1_000), `page ${i} kept`);
   });
 
+  it('counts an empty page as one plant, so pages past the end cannot fill memory', () => {
+    const cache = new PageCache();
+    cache.get(1, 'a', null, 0);
+    for (let i = 0; i <= 5_000; i++) cache.set(1, 'a', BigInt(i), 10, page());
+    assert.equal(cache.get(1, 'a', 0n, 10), undefined, 'the oldest empty page made room');
+    assert.deepEqual(cache.get(1, 'a', 5_000n, 10), page());
+  });
+
+  it('counts a page stored again under the same key once', () => {
+    const cache = new PageCache();
+    cache.get(1, 'a', null, 0);
+    const thousand = page(...Array.from({ length: 1_000 }, (_, i) => `p${i}`));
+    for (let i = 0; i < 10; i++) cache.set(1, 'a', null, 1_000, thousand);
+    for (let i = 1; i <= 4; i++) cache.set(1, 'b', BigInt(i), 1_000, thousand);
+    assert.equal(cache.get(1, 'a', null, 1_000), thousand, 'five pages of 1,000 fit: nothing evicted');
+  });
+
   it('does not keep a page of more than 1,000 plants', () => {
     const cache = new PageCache();
     cache.get(1, 'a', null, 0);
