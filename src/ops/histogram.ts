@@ -14,6 +14,12 @@ export class HistogramSeries {
     this.perBucket = new Float64Array(bounds.length + 1);
   }
 
+  reset() {
+    this.count = 0;
+    this.sum = 0;
+    this.perBucket.fill(0);
+  }
+
   observe(value: number) {
     this.count++;
     this.sum += value;
@@ -74,7 +80,8 @@ export class Histogram {
   /** Registers the histogram with `registry`, and when `countAs` is given, its counts as a counter too. */
   register(registry: Registry, countAs?: { name: string; help: string }) {
     const all = () => [...this.series.values()];
-    const reset = () => this.series.clear();
+    // Zeroed, not forgotten: callers keep their series (see `of`) for the life of the process.
+    const reset = () => this.series.forEach((series) => series.reset());
     const histogram: Collector = {
       name: this.name,
       help: this.help,
