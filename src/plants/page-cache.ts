@@ -33,9 +33,9 @@ export class PageCache {
     return this.pages.get(key(account, after, limit));
   }
 
-  /** Keeps `page`, read at `version`; nothing is kept when the store has moved on since. */
-  set(version: number, account: string, after: bigint | null, limit: number, page: Page) {
-    if (version !== this.version || page.plants.length > MAX_PAGE_PLANTS) return;
+  /** Keeps `page`, read at `version`, unless the store has moved on since or it is too large; true when kept. */
+  set(version: number, account: string, after: bigint | null, limit: number, page: Page): boolean {
+    if (version !== this.version || page.plants.length > MAX_PAGE_PLANTS) return false;
     const pageKey = key(account, after, limit);
     this.remove(pageKey);
     for (const oldest of this.pages.keys()) {
@@ -44,6 +44,7 @@ export class PageCache {
     }
     this.pages.set(pageKey, page);
     this.plants += cost(page);
+    return true;
   }
 
   private remove(pageKey: string) {

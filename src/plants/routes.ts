@@ -6,21 +6,18 @@ import { isJsonContentType } from '../http/json-body.js';
 import { errorResponses } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
 import { ListQuery, NewPlant, Plant, Plants } from '../schemas.js';
-import type { PlantService } from './service.js';
+import type { Page, PlantService } from './service.js';
 
 const serializePlant = fastJson(Plant);
 
-/**
- * The JSON text of pages the service hands out more than once (its page cache gives back the
- * same array), so a page served again is not serialized again.
- */
-const pageBodies = new WeakMap<Plant[], string>();
+/** The JSON text of the pages the service's cache hands out again, so they are serialized once. */
+const sharedPageBodies = new WeakMap<Page, string>();
 
-function pageBody(plants: Plant[]): string {
-  let body = pageBodies.get(plants);
+function pageBody(page: Page): string {
+  let body = page.shared ? sharedPageBodies.get(page) : undefined;
   if (body === undefined) {
-    body = `[${plants.map((plant) => serializePlant(plant)).join(',')}]`;
-    pageBodies.set(plants, body);
+    body = `[${page.plants.map((plant) => serializePlant(plant)).join(',')}]`;
+    if (page.shared) sharedPageBodies.set(page, body);
   }
   return body;
 }
@@ -103,7 +100,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
         return reply.type('application/json').send(Readable.from(jsonArray(plants.all(account, cursor))));
       const page = await plants.page(account, limit, cursor);
       if (page.next !== null) reply.header('link', nextLink(request, limit, page.next));
-      return reply.type('application/json').send(pageBody(page.plants));
+      return reply.type('application/json').send(pageBody(page));
     },
   );
 }

@@ -10,6 +10,11 @@ export interface Page {
   plants: Plant[];
   /** Cursor of the next page, or null when nothing remains. */
   next: string | null;
+  /**
+   * True when the page cache holds this very object and will hand it out again: nobody may
+   * change it, and what is derived from it (its JSON text) is worth keeping beside it.
+   */
+  shared: boolean;
 }
 
 function toPlant(record: PlantRecord): Plant {
@@ -46,18 +51,19 @@ export class PlantService {
 
   async page(account: string, limit: number, cursor: string | undefined): Promise<Page> {
     const after = cursor === undefined ? null : decodeCursor(cursor);
-    if (limit === 0) return { plants: [], next: null };
+    if (limit === 0) return { plants: [], next: null, shared: false };
     // The version is read before the rows, so a page is never stamped newer than what it holds.
     const version = this.storage.plantsVersion();
     const cached = version === null ? undefined : this.pages.get(version, account, after, limit);
     if (cached !== undefined) return cached;
     const rows = await timed(storageOperation.list, () => this.storage.listPlants(account, after, limit + 1));
     const more = rows.length > limit;
-    const page = {
+    const page: Page = {
       plants: (more ? rows.slice(0, limit) : rows).map(toPlant),
       next: more ? encodeCursor(rows[limit - 1]!.id) : null,
+      shared: false,
     };
-    if (version !== null) this.pages.set(version, account, after, limit, page);
+    if (version !== null) page.shared = this.pages.set(version, account, after, limit, page);
     return page;
   }
 

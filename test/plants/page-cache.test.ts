@@ -3,14 +3,14 @@ import { describe, it } from 'node:test';
 import { PageCache } from '../../src/plants/page-cache.js';
 import type { Page } from '../../src/plants/service.js';
 
-const page = (...names: string[]): Page => ({ plants: names.map((name) => ({ name })), next: null });
+const page = (...names: string[]): Page => ({ plants: names.map((name) => ({ name })), next: null, shared: true });
 
 describe('the page cache answers only what the store would answer now', () => {
   it('serves a page again while the store version stays the same', () => {
     const cache = new PageCache();
     assert.equal(cache.get(1, 'a', null, 10), undefined);
     const first = page('Fern');
-    cache.set(1, 'a', null, 10, first);
+    assert.equal(cache.set(1, 'a', null, 10, first), true, 'kept');
     assert.equal(cache.get(1, 'a', null, 10), first);
   });
 
@@ -25,7 +25,7 @@ describe('the page cache answers only what the store would answer now', () => {
   it('keeps nothing read at a version older than the current one', () => {
     const cache = new PageCache();
     cache.get(2, 'a', null, 10);
-    cache.set(1, 'a', null, 10, page('stale'));
+    assert.equal(cache.set(1, 'a', null, 10, page('stale')), false, 'not kept');
     assert.equal(cache.get(2, 'a', null, 10), undefined);
   });
 
@@ -76,7 +76,7 @@ describe('the page cache answers only what the store would answer now', () => {
   it('does not keep a page of more than 1,000 plants', () => {
     const cache = new PageCache();
     cache.get(1, 'a', null, 0);
-    cache.set(1, 'a', null, 1_001, page(...Array.from({ length: 1_001 }, (_, i) => `p${i}`)));
+    assert.equal(cache.set(1, 'a', null, 1_001, page(...Array.from({ length: 1_001 }, (_, i) => `p${i}`))), false);
     assert.equal(cache.get(1, 'a', null, 1_001), undefined);
   });
 });
