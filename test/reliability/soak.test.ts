@@ -10,7 +10,7 @@ import { LoadClient, lanes, rssKiB, scaled, sleep } from './support.js';
  * memory growth: RSS after the run within 15% of RSS after warm-up.
  */
 
-const WARM_UP_MS = scaled(3_000, 10_000);
+const WARM_UP_MS = scaled(6_000, 10_000);
 const RUN_MS = scaled(5_000, 60_000);
 const CONNECTIONS = 32;
 const ACCOUNTS = 4;
