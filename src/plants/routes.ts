@@ -10,13 +10,18 @@ import type { Page, PlantService } from './service.js';
 
 const serializePlant = fastJson(Plant);
 
+/** The plants as the elements of a JSON array, without the brackets. */
+function jsonElements(plants: Plant[]): string {
+  return plants.map((plant) => serializePlant(plant)).join(',');
+}
+
 /** The JSON text of the pages the service's cache hands out again, so they are serialized once. */
 const sharedPageBodies = new WeakMap<Page, string>();
 
 function pageBody(page: Page): string {
   let body = page.shared ? sharedPageBodies.get(page) : undefined;
   if (body === undefined) {
-    body = `[${page.plants.map((plant) => serializePlant(plant)).join(',')}]`;
+    body = `[${jsonElements(page.plants)}]`;
     if (page.shared) sharedPageBodies.set(page, body);
   }
   return body;
@@ -24,15 +29,12 @@ function pageBody(page: Page): string {
 
 /** The whole list as one JSON array, written chunk by chunk as rows come from storage. */
 async function* jsonArray(chunks: AsyncIterable<Plant[]>): AsyncIterable<string> {
-  let first = true;
+  let separator = '';
   yield '[';
   for await (const chunk of chunks) {
-    let text = '';
-    for (const plant of chunk) {
-      text += first ? serializePlant(plant) : ',' + serializePlant(plant);
-      first = false;
-    }
-    yield text;
+    if (chunk.length === 0) continue;
+    yield separator + jsonElements(chunk);
+    separator = ',';
   }
   yield ']';
 }
