@@ -31,7 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { issueToken } from '../src/auth/api-tokens.js';
 import { openStorage } from '../src/storage/open.js';
-import type { Storage } from '../src/storage/types.js';
+import type { PlantChange, Storage } from '../src/storage/types.js';
 import { listAll, type Listing } from './listing.js';
 import { chooseGenerator, hasCommand, load, type LoadSpec } from './load.js';
 import { counter, cpuSeconds, memory, resetPeak, startCeiling, startService, type Proc } from './procs.js';
@@ -65,9 +65,11 @@ if (canPin) spawnSync('taskset', ['-a', '-p', '-c', LOAD_CPU!, String(process.pi
 async function seed(storage: Storage, account: string, count: number) {
   const batch = 5_000;
   for (let start = 1; start <= count; start += batch) {
-    const writes = [];
-    for (let i = start; i < Math.min(start + batch, count + 1); i++) writes.push({ account, plant: seedPlant(i) });
-    await storage.insertPlants(writes);
+    const creates: PlantChange[] = [];
+    for (let i = start; i < Math.min(start + batch, count + 1); i++) {
+      creates.push({ kind: 'create', account, plant: { ...seedPlant(i), revision: 1n }, eventId: `msg_seed_${i}` });
+    }
+    await storage.applyChanges(creates);
   }
 }
 

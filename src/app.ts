@@ -89,7 +89,9 @@ export async function buildApp({ config, storage, logStream }: AppDeps): Promise
   app.setErrorHandler(errorHandler);
   app.setValidatorCompiler(exactValidatorCompiler);
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => {
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body, done) => {
+    // An operation that takes no body (DELETE, rotate-secret) ignores whatever a client sent.
+    if (request.routeOptions.schema?.body === undefined) return done(null, undefined);
     try {
       done(null, parseJsonBody(body as Buffer));
     } catch (error) {
@@ -97,11 +99,11 @@ export async function buildApp({ config, storage, logStream }: AppDeps): Promise
     }
   });
   for (const schema of sharedSchemas) app.addSchema(schema);
-  notFoundOrWrongMethod(app);
 
   securityHeaders(app);
   await app.register(observability);
   app.addHook('onRequest', requireHostHeader);
+  notFoundOrWrongMethod(app);
   app.addHook('onResponse', noteEarlyAnswer);
   await app.register(openApi);
   await app.register(health, { storage });

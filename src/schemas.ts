@@ -47,6 +47,47 @@ export const NewPlant = Type.Object(
 );
 export type NewPlant = Static<typeof NewPlant>;
 
+export const PlantPatch = Type.Object(
+  {
+    name: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: LIMITS.textLength,
+        description: 'New name: same rules as on create; it cannot be removed',
+      }),
+    ),
+    tag: Type.Optional(
+      Type.Union([Type.String({ maxLength: LIMITS.textLength }), Type.Null()], {
+        description: 'New tag (same rules as on create), or null to remove the tag',
+      }),
+    ),
+    id: Type.Optional(
+      Type.Unsafe<bigint>({ type: 'integer', format: 'int64', description: "When present, must equal the path's id" }),
+    ),
+  },
+  {
+    $id: 'PlantPatch',
+    additionalProperties: true,
+    description:
+      'A JSON merge patch (RFC 7396) of the plant: absent fields stay as they are. Other properties are ignored; ' +
+      'an empty object changes nothing.',
+  },
+);
+export type PlantPatch = Static<typeof PlantPatch>;
+
+export const PlantIdParams = Type.Object(
+  {
+    id: Type.Unsafe<bigint>({
+      type: 'integer',
+      format: 'int64',
+      description:
+        'The plant id in canonical decimal: an optional -, then digits with no leading zero; within the signed 64-bit range',
+    }),
+  },
+  { $id: 'PlantIdParams' },
+);
+export type PlantIdParams = Static<typeof PlantIdParams>;
+
 export const ErrorSchema = Type.Object(
   {
     error: Type.Integer({ format: 'int32', description: 'The HTTP status code' }),
@@ -76,4 +117,4 @@ export const ListQuery = Type.Object(
 export type ListQuery = Static<typeof ListQuery>;
 
 /** The `$id`'d shapes, registered once so they become OpenAPI components. */
-export const sharedSchemas = [Plant, NewPlant, ErrorSchema];
+export const sharedSchemas = [Plant, NewPlant, PlantPatch, ErrorSchema];

@@ -1,3 +1,4 @@
+import type { preParsingHookHandler } from 'fastify';
 import { parse } from 'lossless-json';
 import { HttpError } from '../errors.js';
 
@@ -15,6 +16,21 @@ export function isJsonContentType(header: string | undefined): boolean {
   const mediaType = header.split(';', 1)[0]!.trim();
   return JSON_MEDIA_TYPE.test(mediaType);
 }
+
+/**
+ * preParsing hook of the routes that take a JSON body: the media type is checked before a byte of
+ * the body is read, and so is its coding, since bodies are never decompressed.
+ */
+export const requireJsonBody: preParsingHookHandler = (request, _reply, payload, done) => {
+  const encoding = request.headers['content-encoding'];
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+    done(new HttpError(415, `Content-Encoding ${encoding} is not supported: send the body uncompressed`));
+  } else if (!isJsonContentType(request.headers['content-type'])) {
+    done(new HttpError(415, 'Content-Type must be application/json (or application/*+json)'));
+  } else {
+    done(null, payload);
+  }
+};
 
 /**
  * Numbers keep their exact value: an integer literal that a double cannot hold becomes a BigInt,

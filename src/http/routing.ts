@@ -1,22 +1,41 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '../errors.js';
+
+/** How `Allow` lists a path's methods: reads first, then writes, the way the contract writes them. */
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+function byMethodOrder(a: string, b: string): number {
+  const rank = (method: string) => (METHOD_ORDER.includes(method) ? METHOD_ORDER.indexOf(method) : METHOD_ORDER.length);
+  return rank(a) - rank(b) || a.localeCompare(b);
+}
+
+/** A route's URL as a pattern: `/plants/:id` matches `/plants/` followed by one path segment. */
+function pathPattern(url: string): RegExp {
+  const escaped = url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:\w+/g, '[^/]+');
+  return new RegExp(`^${escaped}$`);
+}
 
 /**
  * 404 for an unknown path; 405 with `Allow` for a known path and a method it does not have.
- * Fastify answers both with 404, so the known methods of each path are collected as routes register.
+ * Fastify answers both with its 404 route, so the methods of each path are collected as routes
+ * register. The answer is given in onRequest, before any body is read or its type looked at:
+ * routing decides first, whatever the body.
  */
 export function notFoundOrWrongMethod(app: FastifyInstance) {
-  const methodsByPath = new Map<string, Set<string>>();
+  const paths: { pattern: RegExp; methods: Set<string> }[] = [];
   app.addHook('onRoute', (route) => {
-    const methods = methodsByPath.get(route.url) ?? new Set<string>();
-    for (const method of [route.method].flat()) methods.add(method);
-    methodsByPath.set(route.url, methods);
+    let path = paths.find((p) => p.pattern.source === pathPattern(route.url).source);
+    if (path === undefined) paths.push((path = { pattern: pathPattern(route.url), methods: new Set() }));
+    for (const method of [route.method].flat()) path.methods.add(method);
   });
-  app.setNotFoundHandler(async (request) => {
+
+  const routingError = (request: FastifyRequest): HttpError => {
     const path = request.url.split('?', 1)[0]!;
-    const methods = methodsByPath.get(path);
-    if (methods === undefined) throw new HttpError(404, `no such path: ${path}`);
-    const allow = [...methods].sort().join(', ');
-    throw new HttpError(405, `${request.method} is not allowed on ${path}; use ${allow}`, { allow });
-  });
+    const known = paths.find((p) => p.pattern.test(path));
+    if (known === undefined) return new HttpError(404, `no such path: ${path}`);
+    const allow = [...known.methods].sort(byMethodOrder).join(', ');
+    return new HttpError(405, `${request.method} is not allowed on ${path}; use ${allow}`, { allow });
+  };
+
+  app.addHook('onRequest', (request, _reply, done) => done(request.is404 ? routingError(request) : undefined));
 }

@@ -1,10 +1,12 @@
 import type { FastifySchemaCompiler } from 'fastify';
-import { validateListQuery, validateNewPlant } from '../plants/validate.js';
+import { validateListQuery, validateNewPlant, validatePlantIdParams, validatePlantPatch } from '../plants/validate.js';
 
 /** Which exact check stands behind each input schema (see plants/validate.ts for why not Ajv). */
 const EXACT_VALIDATORS: Record<string, (input: unknown) => unknown> = {
   NewPlant: validateNewPlant,
   ListQuery: validateListQuery,
+  PlantPatch: validatePlantPatch,
+  PlantIdParams: validatePlantIdParams,
 };
 
 export const exactValidatorCompiler: FastifySchemaCompiler<{ $id?: string }> = ({ schema, url, httpPart }) => {

@@ -47,6 +47,9 @@ storageDuration.register(registry);
 /** The storage operations that are timed, each one series of `storageDuration`. */
 export const storageOperation = {
   insert: storageDuration.of('insert'),
+  update: storageDuration.of('update'),
+  delete: storageDuration.of('delete'),
+  get: storageDuration.of('get'),
   list: storageDuration.of('list'),
 } as const;
 

@@ -1,12 +1,13 @@
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyRequest, preParsingHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fastJson from 'fast-json-stringify';
-import { HttpError } from '../errors.js';
-import { isJsonContentType } from '../http/json-body.js';
+import { requireJsonBody } from '../http/json-body.js';
 import { errorResponses } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
-import { ListQuery, NewPlant, Plant, Plants } from '../schemas.js';
-import type { Page, PlantService } from './service.js';
+import { ListQuery, NewPlant, Plant, PlantIdParams, PlantPatch, Plants } from '../schemas.js';
+import type { StoredPlant } from '../storage/types.js';
+import { etagOf, ifMatch, notModified } from './etag.js';
+import { toPlant, type Page, type PlantService } from './service.js';
 
 const serializePlant = fastJson(Plant);
 
@@ -43,10 +44,12 @@ function nextLink(request: FastifyRequest, limit: number, cursor: string): strin
   return `<${request.protocol}://${request.host}/plants?limit=${limit}&cursor=${cursor}>; rel="next"`;
 }
 
-const requireJson: preParsingHookHandler = (request, _reply, payload, done) => {
-  if (isJsonContentType(request.headers['content-type'])) done(null, payload);
-  else done(new HttpError(415, 'Content-Type must be application/json (or application/*+json)'));
-};
+const ETAG_HEADER = { ETag: { type: 'string', description: "The plant's strong entity tag" } };
+
+/** One plant with its ETag; `private, no-cache` (not no-store) so that the tag can be revalidated. */
+function sendPlant(reply: FastifyReply, plant: StoredPlant) {
+  return reply.header('etag', etagOf(plant.revision)).header('cache-control', 'private, no-cache').send(toPlant(plant));
+}
 
 export async function plantRoutes(app: FastifyInstance, { plants }: { plants: PlantService }) {
   app.post<{ Body: NewPlant }>(
@@ -54,7 +57,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
     {
       config: ACCOUNT_RATE_LIMITED,
       onRequest: app.requireScope('plants:write'),
-      preParsing: requireJson,
+      preParsing: requireJsonBody,
       schema: {
         operationId: 'addPlant',
         summary: 'Creates a new plant in the store',
@@ -103,6 +106,93 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
       const page = await plants.page(account, limit, cursor);
       if (page.next !== null) reply.header('link', nextLink(request, limit, page.next));
       return reply.type('application/json').send(pageBody(page));
+    },
+  );
+
+  app.get<{ Params: PlantIdParams }>(
+    '/plants/:id',
+    {
+      config: ACCOUNT_RATE_LIMITED,
+      onRequest: app.requireScope('plants:read'),
+      schema: {
+        operationId: 'getPlant',
+        summary: 'Returns one plant by its id',
+        description:
+          "Needs the plants:read scope. Only the caller's account's plants: an id the account lacks is a 404, " +
+          'whether or not another account has it. The strong ETag changes whenever the plant does; ' +
+          'If-None-Match with the current tag answers 304 with no body.',
+        params: PlantIdParams,
+        response: {
+          200: { description: 'The plant', headers: ETAG_HEADER, $ref: 'Plant#' },
+          304: {
+            description: 'Not modified: If-None-Match holds the current ETag',
+            headers: ETAG_HEADER,
+            type: 'null',
+          },
+          ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const plant = await plants.get(request.caller!.account, request.params.id);
+      const etag = etagOf(plant.revision);
+      if (notModified(request.headers['if-none-match'], etag)) {
+        return reply.code(304).header('etag', etag).header('cache-control', 'private, no-cache').send();
+      }
+      return sendPlant(reply, plant);
+    },
+  );
+
+  app.patch<{ Params: PlantIdParams; Body: PlantPatch }>(
+    '/plants/:id',
+    {
+      config: ACCOUNT_RATE_LIMITED,
+      onRequest: app.requireScope('plants:write'),
+      preParsing: requireJsonBody,
+      schema: {
+        operationId: 'updatePlant',
+        summary: 'Updates one plant (JSON merge patch)',
+        description:
+          'Needs the plants:write scope. Body: a JSON merge patch (RFC 7396; application/merge-patch+json or ' +
+          'application/json) of name and/or tag; "tag": null removes the tag; name cannot be removed; an id in the ' +
+          "body must equal the path's. With If-Match, a plant whose current ETag differs is left alone (412). " +
+          'Durable before the answer, like a create.',
+        params: PlantIdParams,
+        body: PlantPatch,
+        response: {
+          200: { description: 'The updated plant, with its new ETag', headers: ETAG_HEADER, $ref: 'Plant#' },
+          ...errorResponses(400, 401, 403, 404, 412, 413, 415, 429, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { account } = request.caller!;
+      const precondition = ifMatch(request.headers['if-match']);
+      return sendPlant(reply, await plants.update(account, request.params.id, request.body, precondition));
+    },
+  );
+
+  app.delete<{ Params: PlantIdParams }>(
+    '/plants/:id',
+    {
+      config: ACCOUNT_RATE_LIMITED,
+      onRequest: app.requireScope('plants:write'),
+      schema: {
+        operationId: 'deletePlant',
+        summary: 'Deletes a single plant based on the ID supplied',
+        description:
+          'Needs the plants:write scope. Deleting it again is a 404; the id is free again for a later create. ' +
+          'With If-Match, a plant whose current ETag differs is left alone (412). Durable before the answer.',
+        params: PlantIdParams,
+        response: {
+          204: { description: 'Plant deleted', type: 'null' },
+          ...errorResponses(400, 401, 403, 404, 412, 429, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      await plants.remove(request.caller!.account, request.params.id, ifMatch(request.headers['if-match']));
+      return reply.code(204).send();
     },
   );
 }

@@ -1,9 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import { HttpError } from '../errors.js';
 import { createsAcknowledged, plantsCreated, storageOperation, timed } from '../ops/metrics.js';
-import type { NewPlant, Plant } from '../schemas.js';
+import type { NewPlant, Plant, PlantPatch } from '../schemas.js';
 import { groupCommit } from '../storage/group-commit.js';
-import type { PlantRecord, Storage } from '../storage/types.js';
+import type { ChangeOutcome, PlantChange, PlantRecord, Precondition, Storage, StoredPlant } from '../storage/types.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
+import { newRevision } from './etag.js';
 import { PageCache } from './page-cache.js';
 
 export interface Page {
@@ -17,7 +19,7 @@ export interface Page {
   shared: boolean;
 }
 
-function toPlant(record: PlantRecord): Plant {
+export function toPlant(record: PlantRecord): Plant {
   return record.tag === null ? { name: record.name } : { name: record.name, tag: record.tag };
 }
 
@@ -25,9 +27,27 @@ async function* toPlantChunks(chunks: AsyncIterable<PlantRecord[]>): AsyncIterab
   for await (const chunk of chunks) yield chunk.map(toPlant);
 }
 
+/** The webhook event a change reports if it takes effect: `webhook-id`, the receivers' deduplication key. */
+function newEventId(): string {
+  return 'msg_' + randomBytes(16).toString('base64url');
+}
+
+function noSuchPlant(id: bigint): HttpError {
+  return new HttpError(404, `no plant with id ${id}`);
+}
+
+/** The outcome of an update or delete, or the error that answers it. */
+function appliedPlant(id: bigint, outcome: ChangeOutcome): StoredPlant {
+  if (outcome.status === 'missing') throw noSuchPlant(id);
+  if (outcome.status === 'precondition-failed') {
+    throw new HttpError(412, 'the plant has changed: If-Match does not match its current ETag; read it again');
+  }
+  return outcome.plant;
+}
+
 /** The rules of the plants collection, above storage and below HTTP. */
 export class PlantService {
-  private readonly write;
+  private readonly write: (change: PlantChange) => Promise<ChangeOutcome>;
   private readonly pages = new PageCache();
 
   constructor(
@@ -39,14 +59,42 @@ export class PlantService {
 
   /** Stores the plant, or confirms a retry of it; a different plant under the same id is a 409. */
   async create(account: string, input: NewPlant): Promise<Plant> {
-    const plant: PlantRecord = { id: input.id, name: input.name, tag: input.tag ?? null };
-    const { created, stored } = await timed(storageOperation.insert, () => this.write({ account, plant }));
-    if (!created && (stored.name !== plant.name || stored.tag !== plant.tag)) {
+    const plant: StoredPlant = { id: input.id, name: input.name, tag: input.tag ?? null, revision: newRevision() };
+    const outcome = await timed(storageOperation.insert, () =>
+      this.write({ kind: 'create', account, plant, eventId: newEventId() }),
+    );
+    const stored = appliedPlant(plant.id, outcome);
+    if (outcome.status === 'unchanged' && (stored.name !== plant.name || stored.tag !== plant.tag)) {
       throw new HttpError(409, `a different plant with id ${plant.id} already exists`);
     }
-    if (created) plantsCreated.inc();
+    if (outcome.status === 'applied') plantsCreated.inc();
     createsAcknowledged.inc();
     return toPlant(stored);
+  }
+
+  async get(account: string, id: bigint): Promise<StoredPlant> {
+    const plant = await timed(storageOperation.get, () => this.storage.getPlant(account, id));
+    if (plant === null) throw noSuchPlant(id);
+    return plant;
+  }
+
+  /** A JSON merge patch of name and tag; an update that changes nothing keeps the revision and reports no event. */
+  async update(account: string, id: bigint, patch: PlantPatch, precondition?: Precondition): Promise<StoredPlant> {
+    if (patch.id !== undefined && patch.id !== id)
+      throw new HttpError(400, `id in the body must equal the id in the path (${id})`);
+    const set = {
+      ...(patch.name !== undefined && { name: patch.name }),
+      ...(patch.tag !== undefined && { tag: patch.tag }),
+    };
+    const change: PlantChange = { kind: 'update', account, id, set, revision: newRevision(), eventId: newEventId() };
+    if (precondition) change.precondition = precondition;
+    return appliedPlant(id, await timed(storageOperation.update, () => this.write(change)));
+  }
+
+  async remove(account: string, id: bigint, precondition?: Precondition): Promise<void> {
+    const change: PlantChange = { kind: 'delete', account, id, eventId: newEventId() };
+    if (precondition) change.precondition = precondition;
+    appliedPlant(id, await timed(storageOperation.delete, () => this.write(change)));
   }
 
   async page(account: string, limit: number, cursor: string | undefined): Promise<Page> {

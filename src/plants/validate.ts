@@ -1,5 +1,5 @@
 import { HttpError } from '../errors.js';
-import { LIMITS, type ListQuery, type NewPlant } from '../schemas.js';
+import { LIMITS, type ListQuery, type NewPlant, type PlantIdParams, type PlantPatch } from '../schemas.js';
 
 /**
  * The exact checks behind the `NewPlant` and `ListQuery` schemas. Ajv cannot do these: it
@@ -40,14 +40,42 @@ function checkId(value: unknown): bigint {
   return BigInt(value);
 }
 
-export function validateNewPlant(body: unknown): NewPlant {
+function jsonObject(body: unknown): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) bad('request body must be a JSON object');
-  const fields = body as Record<string, unknown>;
+  return body as Record<string, unknown>;
+}
+
+export function validateNewPlant(body: unknown): NewPlant {
+  const fields = jsonObject(body);
   const id = checkId(fields.id);
   if (fields.name === undefined) bad('name is required');
   const name = checkText('name', fields.name, 1);
   if (fields.tag === undefined) return { id, name };
   return { id, name, tag: checkText('tag', fields.tag, 0) };
+}
+
+/** A merge patch: `name` may change but not go, `tag: null` removes the tag, `id` must be the path's (checked by the service). */
+export function validatePlantPatch(body: unknown): PlantPatch {
+  const fields = jsonObject(body);
+  const patch: PlantPatch = {};
+  if (fields.id !== undefined) patch.id = checkId(fields.id);
+  if (fields.name === null) bad('name cannot be removed (a plant always has a name)');
+  if (fields.name !== undefined) patch.name = checkText('name', fields.name, 1);
+  if (fields.tag !== undefined) patch.tag = fields.tag === null ? null : checkText('tag', fields.tag, 0);
+  return patch;
+}
+
+const CANONICAL_INTEGER = /^-?(?:0|[1-9]\d{0,18})$/;
+
+/** `{id}` of /plants/{id}: canonical decimal only (no `007`, `+5`, `1.0`, `1e3`, `-0`), exact over int64. */
+export function validatePlantIdParams(params: unknown): PlantIdParams {
+  const text = (params as { id?: unknown } | null)?.id;
+  if (typeof text !== 'string' || !CANONICAL_INTEGER.test(text) || text === '-0') {
+    bad('id must be an integer in canonical decimal form (an optional -, digits, no leading zero)');
+  }
+  const id = BigInt(text);
+  if (id < LIMITS.int64Min || id > LIMITS.int64Max) bad('id must be within the signed 64-bit integer range');
+  return { id };
 }
 
 const UNSIGNED_INTEGER = /^\d+$/;

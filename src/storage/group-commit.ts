@@ -1,34 +1,35 @@
 import { storageCommits } from '../ops/metrics.js';
-import type { InsertOutcome, PlantWrite, Storage } from './types.js';
+import type { ChangeOutcome, PlantChange, Storage } from './types.js';
 
-/** At most this many creates per transaction: one commit never holds the store (or the event loop) for long. */
+/** At most this many changes per transaction: one commit never holds the store (or the event loop) for long. */
 const MAX_BATCH = 512;
 
 interface Pending {
-  write: PlantWrite;
-  resolve: (outcome: InsertOutcome) => void;
+  change: PlantChange;
+  resolve: (outcome: ChangeOutcome) => void;
   reject: (error: unknown) => void;
 }
 
 /**
- * Group commit: concurrent creates share one transaction and one durable sync.
+ * Group commit: concurrent creates, updates and deletes share one transaction and one durable sync.
  *
- * The batching window is the rest of the current turn of the event loop: the first create queued
+ * The batching window is the rest of the current turn of the event loop: the first change queued
  * schedules a flush with `setImmediate`, so every request parsed in the same poll phase joins it,
- * and no timer ever delays a lone create. While a commit is in flight (PostgreSQL commits are
- * asynchronous), new creates queue up and form the next batch. SQLite commits synchronously, so
+ * and no timer ever delays a lone change. While a commit is in flight (PostgreSQL commits are
+ * asynchronous), new changes queue up and form the next batch. SQLite commits synchronously, so
  * the requests that arrive during one commit are all read in the next turn and share the next
  * commit: the slower the fsync, the larger the batches (self-clocking), each bounded by MAX_BATCH.
  *
- * Each caller is answered only after the commit that holds its write is durable. If a batch
- * fails, its writes are retried one by one, so a write that is valid on its own never fails
+ * Changes apply in the order they arrived, each with its own outcome. Each caller is answered only
+ * after the commit that holds its change (and the webhook events it queued) is durable. If a batch
+ * fails, its changes are retried one by one, so a change that is valid on its own never fails
  * because of a neighbour. `plant_store_storage_commits_total` counts commits (one sync each).
- * With `enabled` false (`--group-commit off`), every create is its own transaction: the bench's baseline.
+ * With `enabled` false (`--group-commit off`), every change is its own transaction: the bench's baseline.
  */
-export function groupCommit(storage: Storage, enabled = true): (write: PlantWrite) => Promise<InsertOutcome> {
+export function groupCommit(storage: Storage, enabled = true): (change: PlantChange) => Promise<ChangeOutcome> {
   if (!enabled) {
-    return async (write) => {
-      const [outcome] = await storage.insertPlants([write]);
+    return async (change) => {
+      const [outcome] = await storage.applyChanges([change]);
       storageCommits.inc();
       return outcome!;
     };
@@ -39,7 +40,7 @@ export function groupCommit(storage: Storage, enabled = true): (write: PlantWrit
 
   async function commit(batch: Pending[]) {
     try {
-      const outcomes = await storage.insertPlants(batch.map((p) => p.write));
+      const outcomes = await storage.applyChanges(batch.map((p) => p.change));
       storageCommits.inc();
       batch.forEach((p, i) => p.resolve(outcomes[i]!));
     } catch (error) {
@@ -58,9 +59,9 @@ export function groupCommit(storage: Storage, enabled = true): (write: PlantWrit
     committing = false;
   }
 
-  return (write) =>
-    new Promise<InsertOutcome>((resolve, reject) => {
-      queue.push({ write, resolve, reject });
+  return (change) =>
+    new Promise<ChangeOutcome>((resolve, reject) => {
+      queue.push({ change, resolve, reject });
       if (!scheduled && !committing) {
         scheduled = true;
         setImmediate(flush);

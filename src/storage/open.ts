@@ -1,5 +1,5 @@
-import { openPostgres } from './postgres.js';
-import { openSqlite } from './sqlite.js';
+import { openPostgres } from './postgres/index.js';
+import { openSqlite } from './sqlite/index.js';
 import type { Storage } from './types.js';
 
 export interface StorageOptions {

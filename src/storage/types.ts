@@ -6,16 +6,46 @@ export interface PlantRecord {
   tag: string | null;
 }
 
-export interface PlantWrite {
-  account: string;
-  plant: PlantRecord;
+/** A plant with its revision: a random number drawn anew at each change, the source of its ETag. */
+export interface StoredPlant extends PlantRecord {
+  revision: bigint;
 }
 
-/** `created` false: the account already had this id; `stored` is the plant it holds. */
-export interface InsertOutcome {
-  created: boolean;
-  stored: PlantRecord;
-}
+/** The events a change reports to webhooks, one per change that took effect. */
+export type PlantEventType = 'plant.created' | 'plant.updated' | 'plant.deleted';
+
+/** Checked against the plant as it is inside the transaction (HTTP's If-Match). */
+export type Precondition = (current: StoredPlant) => boolean;
+
+/**
+ * One write of a group-commit batch. `eventId` names the webhook event the change reports if it
+ * takes effect (the receivers' deduplication key), so it is drawn before the transaction.
+ */
+export type PlantChange =
+  | { kind: 'create'; account: string; plant: StoredPlant; eventId: string }
+  | {
+      kind: 'update';
+      account: string;
+      id: bigint;
+      /** Absent fields stay as they are; `tag: null` removes the tag. */
+      set: { name?: string; tag?: string | null };
+      revision: bigint;
+      precondition?: Precondition;
+      eventId: string;
+    }
+  | { kind: 'delete'; account: string; id: bigint; precondition?: Precondition; eventId: string };
+
+/**
+ * - `applied`: the change took effect; `plant` is the plant as it is now (for a delete, as it was).
+ * - `unchanged`: nothing to do; `plant` is the plant as it is (a create of a taken id, an update
+ *   that changes no field).
+ * - `missing`: the account has no plant with this id. `precondition-failed`: its precondition said no.
+ */
+export type ChangeOutcome =
+  | { status: 'applied'; plant: StoredPlant }
+  | { status: 'unchanged'; plant: StoredPlant }
+  | { status: 'missing' }
+  | { status: 'precondition-failed' };
 
 export interface TokenRecord {
   id: string;
@@ -39,10 +69,12 @@ export interface Storage {
   readonly engine: 'sqlite' | 'postgres';
 
   /**
-   * Inserts every write in one transaction (one durable commit). A write whose (account, id)
-   * exists is not an error: its outcome carries the stored plant. Results are in input order.
+   * Applies every change in order in one transaction (one durable commit), and in the same
+   * transaction queues the webhook deliveries of each change that took effect (the outbox).
+   * Results are in input order; a change that cannot apply is an outcome, not an error.
    */
-  insertPlants(writes: PlantWrite[]): Promise<InsertOutcome[]>;
+  applyChanges(changes: PlantChange[]): Promise<ChangeOutcome[]>;
+  getPlant(account: string, id: bigint): Promise<StoredPlant | null>;
   /** Up to `limit` plants with id > `afterId`, ascending by id. */
   listPlants(account: string, afterId: bigint | null, limit: number): Promise<PlantRecord[]>;
   /** Every plant with id > `afterId`, ascending, in chunks, without holding them all in memory. */

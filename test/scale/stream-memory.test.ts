@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { openStorage } from '../../src/storage/open.js';
+import { insertPlants } from '../helpers/plants.js';
 import { ENGINES } from '../helpers/engines.js';
 import { createToken, startServer, type RunningServer } from '../helpers/server.js';
 
@@ -28,7 +29,7 @@ for (const engine of ENGINES) {
             account: 'big',
             plant: { id: BigInt(start + i), name: 'n'.repeat(200), tag: null },
           }));
-          await storage.insertPlants(writes);
+          await insertPlants(storage, writes);
         }
       } finally {
         await storage.close();

@@ -5,9 +5,10 @@ import postgres from 'postgres';
 import { newToken } from '../../src/auth/api-tokens.js';
 import { groupCommit } from '../../src/storage/group-commit.js';
 import { openStorage } from '../../src/storage/open.js';
-import { sqlitePath } from '../../src/storage/sqlite.js';
-import type { PlantRecord, PlantWrite, Storage } from '../../src/storage/types.js';
+import { sqlitePath } from '../../src/storage/sqlite/index.js';
+import type { PlantChange, PlantRecord, Storage } from '../../src/storage/types.js';
 import { ENGINES, type Engine } from '../helpers/engines.js';
+import { insertPlants, type PlantWrite } from '../helpers/plants.js';
 
 /** The Storage interface, checked the same way on every engine. */
 
@@ -17,6 +18,12 @@ const TWO_POW_53 = 9007199254740992n;
 
 const plant = (id: bigint, name = `plant ${id}`, tag: string | null = null): PlantRecord => ({ id, name, tag });
 const write = (account: string, p: PlantRecord): PlantWrite => ({ account, plant: p });
+const create = (account: string, p: PlantRecord, n = 0): PlantChange => ({
+  kind: 'create',
+  account,
+  plant: { ...p, revision: BigInt(n + 1) },
+  eventId: `msg_${n}`,
+});
 const byId = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
 
 async function everything(storage: Storage, account: string): Promise<{ chunks: number; rows: PlantRecord[] }> {
@@ -72,7 +79,10 @@ for (const engine of ENGINES) {
 
     it('keeps int64 ids exact at both ends of the range and around 2^53', async () => {
       const ids = [INT64_MIN, INT64_MIN + 1n, -1n, 0n, TWO_POW_53, TWO_POW_53 + 1n, INT64_MAX - 1n, INT64_MAX];
-      const outcomes = await storage().insertPlants(ids.map((id) => write('exact', plant(id))));
+      const outcomes = await insertPlants(
+        storage(),
+        ids.map((id) => write('exact', plant(id))),
+      );
       assert.ok(
         outcomes.every((o) => o.created),
         '2^53 and 2^53 + 1 are two different plants',
@@ -91,7 +101,10 @@ for (const engine of ENGINES) {
 
     it('orders by numeric id, negatives first, not as text', async () => {
       const ids = [10n, -3n, 9n, INT64_MAX, -10n, 100n, INT64_MIN, 0n, -(2n ** 40n), 2n ** 40n, 1n];
-      await storage().insertPlants(ids.map((id) => write('order', plant(id))));
+      await insertPlants(
+        storage(),
+        ids.map((id) => write('order', plant(id))),
+      );
       const sorted = [...ids].sort(byId);
       assert.deepEqual(
         (await storage().listPlants('order', null, 100)).map((p) => p.id),
@@ -108,7 +121,7 @@ for (const engine of ENGINES) {
     });
 
     it('keeps accounts apart: the same id in two accounts is two plants', async () => {
-      const [a, b] = await storage().insertPlants([write('iso-a', plant(7n, 'A')), write('iso-b', plant(7n, 'B'))]);
+      const [a, b] = await insertPlants(storage(), [write('iso-a', plant(7n, 'A')), write('iso-b', plant(7n, 'B'))]);
       assert.deepEqual([a!.created, b!.created], [true, true]);
       assert.deepEqual(await storage().listPlants('iso-a', null, 10), [plant(7n, 'A')]);
       assert.deepEqual(await storage().listPlants('iso-b', null, 10), [plant(7n, 'B')]);
@@ -118,20 +131,20 @@ for (const engine of ENGINES) {
 
     it('reports an existing id as not created, with the plant already stored', async () => {
       const original = plant(42n, 'Fern', '');
-      assert.deepEqual(await storage().insertPlants([write('replay', original)]), [
+      assert.deepEqual(await insertPlants(storage(), [write('replay', original)]), [
         { created: true, stored: original },
       ]);
-      assert.deepEqual(await storage().insertPlants([write('replay', original)]), [
+      assert.deepEqual(await insertPlants(storage(), [write('replay', original)]), [
         { created: false, stored: original },
       ]);
-      assert.deepEqual(await storage().insertPlants([write('replay', plant(42n, 'Fern', null))]), [
+      assert.deepEqual(await insertPlants(storage(), [write('replay', plant(42n, 'Fern', null))]), [
         { created: false, stored: original },
       ]);
       assert.deepEqual(await storage().listPlants('replay', null, 10), [original]);
     });
 
     it('answers a batch in input order, a repeated id in the batch being a replay of the first', async () => {
-      const outcomes = await storage().insertPlants([
+      const outcomes = await insertPlants(storage(), [
         write('batch', plant(3n, 'first')),
         write('batch', plant(1n, 'one')),
         write('batch', plant(3n, 'second')),
@@ -160,14 +173,20 @@ for (const engine of ENGINES) {
         '\n\t',
       ];
       const plants = odd.map((text, i) => plant(BigInt(i), text, text));
-      await storage().insertPlants(plants.map((p) => write('exact-text', p)));
+      await insertPlants(
+        storage(),
+        plants.map((p) => write('exact-text', p)),
+      );
       assert.deepEqual(await storage().listPlants('exact-text', null, 100), plants);
     });
 
     it('pages and streams 2,600 plants, each exactly once and in order', async () => {
       // 7919 is prime to 2,600, so this visits every slot once, out of order, negatives included.
       const ids = Array.from({ length: 2_600 }, (_, i) => BigInt(((i * 7919) % 2_600) * 1_000 - 1_300_000));
-      await storage().insertPlants(ids.map((id) => write('many', plant(id))));
+      await insertPlants(
+        storage(),
+        ids.map((id) => write('many', plant(id))),
+      );
       const expected = [...ids].sort(byId);
 
       const paged: bigint[] = [];
@@ -195,7 +214,10 @@ for (const engine of ENGINES) {
       'frees the store when a stream is abandoned half-way (a client that goes away)',
       { timeout: 30_000 },
       async () => {
-        await storage().insertPlants(Array.from({ length: 2_500 }, (_, i) => write('abandon', plant(BigInt(i)))));
+        await insertPlants(
+          storage(),
+          Array.from({ length: 2_500 }, (_, i) => write('abandon', plant(BigInt(i)))),
+        );
         // More abandoned streams than a default connection pool holds: none may keep its connection.
         for (let i = 0; i < 15; i++) {
           for await (const chunk of storage().streamPlants('abandon', null)) {
@@ -209,9 +231,13 @@ for (const engine of ENGINES) {
 
     it('answers 50 concurrent creates of one id through group commit with exactly one row', async () => {
       const commit = groupCommit(storage());
-      const outcomes = await Promise.all(Array.from({ length: 50 }, () => commit(write('race', plant(77n, 'Same')))));
-      assert.equal(outcomes.filter((o) => o.created).length, 1);
-      assert.ok(outcomes.every((o) => o.stored.id === 77n && o.stored.name === 'Same' && o.stored.tag === null));
+      const outcomes = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => commit(create('race', plant(77n, 'Same'), i))),
+      );
+      assert.equal(outcomes.filter((o) => o.status === 'applied').length, 1);
+      assert.ok(
+        outcomes.every((o) => 'plant' in o && o.plant.id === 77n && o.plant.name === 'Same' && o.plant.tag === null),
+      );
       assert.deepEqual(await storage().listPlants('race', null, 10), [plant(77n, 'Same')]);
     });
 
@@ -260,7 +286,7 @@ for (const engine of ENGINES) {
     const store = freshStores(engine, 5);
 
     it('migrates exactly once when they all open at the same moment', async () => {
-      assert.deepEqual(await migrationsRecorded(engine, store.url), [1]);
+      assert.deepEqual(await migrationsRecorded(engine, store.url), [1, 2]);
     });
 
     it('creates exactly one first token when they all ask at once', async () => {
@@ -273,10 +299,10 @@ for (const engine of ENGINES) {
     it('keeps one row when 50 creates of one id race across processes', async () => {
       const commits = store.stores.map((one) => groupCommit(one));
       const outcomes = await Promise.all(
-        Array.from({ length: 50 }, (_, i) => commits[i % commits.length]!(write('race', plant(-5n, 'Same', 'x')))),
+        Array.from({ length: 50 }, (_, i) => commits[i % commits.length]!(create('race', plant(-5n, 'Same', 'x'), i))),
       );
-      assert.equal(outcomes.filter((o) => o.created).length, 1);
-      assert.ok(outcomes.every((o) => o.stored.name === 'Same' && o.stored.tag === 'x'));
+      assert.equal(outcomes.filter((o) => o.status === 'applied').length, 1);
+      assert.ok(outcomes.every((o) => 'plant' in o && o.plant.name === 'Same' && o.plant.tag === 'x'));
       assert.deepEqual(await store.stores[4]!.listPlants('race', null, 10), [plant(-5n, 'Same', 'x')]);
     });
 
@@ -284,8 +310,8 @@ for (const engine of ENGINES) {
       for (let round = 0; round < 5; round++) {
         const batch = Array.from({ length: 40 }, (_, i) => write('crossed', plant(BigInt(round * 100 + i))));
         const [forward, backward] = await Promise.all([
-          store.stores[0]!.insertPlants(batch),
-          store.stores[1]!.insertPlants([...batch].reverse()),
+          insertPlants(store.stores[0]!, batch),
+          insertPlants(store.stores[1]!, [...batch].reverse()),
         ]);
         const createdTwice = forward!.filter((o, i) => o.created && backward![batch.length - 1 - i]!.created);
         assert.deepEqual(createdTwice, []);

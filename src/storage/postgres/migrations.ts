@@ -1,10 +1,11 @@
-import type { Sql } from './postgres.js';
+import type { Sql } from './connection.js';
 
 /**
  * Versioned schema; `schema_migrations` records which have run. Append, never edit.
  *
- * Every plant row and every plant query is keyed by account first, so `plants` can be
- * distributed by `account` (Citus, CockroachDB) without changing a statement.
+ * Every table is keyed by account first and every query of the request path names the account,
+ * so `plants`, `webhook_endpoints` and `webhook_deliveries` can be distributed by `account`
+ * (Citus, CockroachDB) without changing a statement; `api_tokens` is a reference table.
  */
 const MIGRATIONS = [
   `CREATE TABLE plants (
@@ -24,6 +25,40 @@ const MIGRATIONS = [
      revoked_at timestamptz
    );
    CREATE INDEX api_tokens_by_account ON api_tokens (account);`,
+  // Plants by id (revisions for ETags) and webhooks: endpoints, and the outbox of deliveries
+  // written in the same transaction as the change they report.
+  `ALTER TABLE plants ADD COLUMN revision bigint NOT NULL DEFAULT 0;
+   CREATE TABLE webhook_endpoints (
+     account text NOT NULL,
+     id text NOT NULL,
+     url text NOT NULL,
+     events text[] NOT NULL,
+     description text,
+     enabled boolean NOT NULL,
+     secret text NOT NULL,
+     previous_secret text,
+     previous_secret_until timestamptz,
+     created_at timestamptz NOT NULL,
+     PRIMARY KEY (account, id)
+   );
+   CREATE TABLE webhook_deliveries (
+     account text NOT NULL,
+     endpoint_id text NOT NULL,
+     event_id text NOT NULL,
+     event_type text NOT NULL,
+     payload text NOT NULL,
+     created_at timestamptz NOT NULL,
+     state text NOT NULL,
+     attempts integer NOT NULL DEFAULT 0,
+     next_attempt_at timestamptz,
+     lease_owner text,
+     lease_until timestamptz,
+     last_status integer,
+     last_error text,
+     updated_at timestamptz NOT NULL,
+     PRIMARY KEY (account, endpoint_id, event_id)
+   );
+   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at);`,
 ];
 
 /** Advisory lock keys are database-wide: this one is ASCII "plant-mi", unlikely to clash with another program's. */

@@ -1,0 +1,142 @@
+import { EVENT_OF, updated } from '../changes.js';
+import type { ChangeOutcome, PlantChange, PlantRecord, Storage, StoredPlant } from '../types.js';
+import type { Sql, Tx } from './connection.js';
+import { queueEvents, type QueuedEvent } from './outbox.js';
+
+const STREAM_CHUNK_ROWS = 1000;
+
+type Create = Extract<PlantChange, { kind: 'create' }>;
+type PlantStorage = Pick<Storage, 'applyChanges' | 'getPlant' | 'listPlants' | 'streamPlants' | 'plantsVersion'>;
+
+/** Unambiguous: the id part never contains a space. */
+const keyOf = (account: string, id: bigint) => `${id} ${account}`;
+
+/**
+ * The first create of each (account, id), sorted by key. Every instance inserts in the same key
+ * order, so two batches that share keys wait on each other instead of deadlocking.
+ */
+function firstOfEachKey(creates: Create[]): Create[] {
+  const firsts = new Map<string, Create>();
+  for (const create of creates) {
+    const key = keyOf(create.account, create.plant.id);
+    if (!firsts.has(key)) firsts.set(key, create);
+  }
+  return [...firsts.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, create]) => create);
+}
+
+/** A batch of creates only (the common case) in two statements plus the outbox, whatever its size. */
+async function createAll(tx: Tx, creates: Create[]): Promise<ChangeOutcome[]> {
+  const firsts = firstOfEachKey(creates);
+  const inserted = await tx<{ account: string; id: bigint }[]>`
+    INSERT INTO plants (account, id, name, tag, revision)
+    SELECT * FROM unnest(${tx.array(firsts.map((c) => c.account))}::text[],
+                         ${tx.array(firsts.map((c) => c.plant.id))}::int8[],
+                         ${tx.array(firsts.map((c) => c.plant.name))}::text[],
+                         ${tx.array(firsts.map((c) => c.plant.tag))}::text[],
+                         ${tx.array(firsts.map((c) => c.plant.revision))}::int8[])
+    ON CONFLICT (account, id) DO NOTHING
+    RETURNING account, id`;
+  const created = new Set(inserted.map((row) => keyOf(row.account, row.id)));
+  const stored = new Map<string, StoredPlant>();
+  for (const c of firsts) stored.set(keyOf(c.account, c.plant.id), c.plant);
+
+  // A separate statement, so under READ COMMITTED it sees rows that another instance
+  // committed while the INSERT above waited on them.
+  const taken = firsts.filter((c) => !created.has(keyOf(c.account, c.plant.id)));
+  if (taken.length > 0) {
+    const rows = await tx<(StoredPlant & { account: string })[]>`
+      SELECT account, id, name, tag, revision FROM plants
+      WHERE (account, id) IN (SELECT * FROM unnest(${tx.array(taken.map((c) => c.account))}::text[],
+                                                   ${tx.array(taken.map((c) => c.plant.id))}::int8[]))`;
+    for (const { account, ...plant } of rows) stored.set(keyOf(account, plant.id), plant);
+  }
+  await queueEvents(
+    tx,
+    firsts
+      .filter((c) => created.has(keyOf(c.account, c.plant.id)))
+      .map((c) => ({ account: c.account, type: EVENT_OF.create, eventId: c.eventId, plant: c.plant })),
+  );
+
+  // Only the first create of a key can have created it; a repeat in the same batch is a replay.
+  return creates.map((c): ChangeOutcome => {
+    const key = keyOf(c.account, c.plant.id);
+    return { status: created.delete(key) ? 'applied' : 'unchanged', plant: stored.get(key)! };
+  });
+}
+
+/** One change of a mixed batch, in order; its event is queued once the batch is done. */
+async function applyOne(tx: Tx, change: PlantChange, events: QueuedEvent[]): Promise<ChangeOutcome> {
+  const { account } = change;
+  const event = (plant: PlantRecord) =>
+    events.push({ account, type: EVENT_OF[change.kind], eventId: change.eventId, plant });
+  if (change.kind === 'create') {
+    const { plant } = change;
+    const inserted = await tx`
+      INSERT INTO plants (account, id, name, tag, revision)
+      VALUES (${account}, ${plant.id}, ${plant.name}, ${plant.tag}, ${plant.revision})
+      ON CONFLICT (account, id) DO NOTHING RETURNING id`;
+    if (inserted.length === 1) {
+      event(plant);
+      return { status: 'applied', plant };
+    }
+  }
+  const id = change.kind === 'create' ? change.plant.id : change.id;
+  const [before] = await tx<StoredPlant[]>`
+    SELECT id, name, tag, revision FROM plants WHERE account = ${account} AND id = ${id} FOR UPDATE`;
+  if (change.kind === 'create') return { status: 'unchanged', plant: before! };
+  if (before === undefined) return { status: 'missing' };
+  if (change.precondition && !change.precondition(before)) return { status: 'precondition-failed' };
+  if (change.kind === 'delete') {
+    await tx`DELETE FROM plants WHERE account = ${account} AND id = ${id}`;
+    event(before);
+    return { status: 'applied', plant: before };
+  }
+  const after = updated(before, change);
+  if (after === null) return { status: 'unchanged', plant: before };
+  await tx`UPDATE plants SET name = ${after.name}, tag = ${after.tag}, revision = ${after.revision}
+           WHERE account = ${account} AND id = ${id}`;
+  event(after);
+  return { status: 'applied', plant: after };
+}
+
+export function postgresPlants(sql: Sql): PlantStorage {
+  const afterIdFilter = (afterId: bigint | null) => (afterId === null ? sql`` : sql`AND id > ${afterId}`);
+
+  return {
+    async applyChanges(changes) {
+      return sql.begin(async (tx) => {
+        if (changes.every((c): c is Create => c.kind === 'create')) return createAll(tx, changes);
+        const events: QueuedEvent[] = [];
+        const outcomes: ChangeOutcome[] = [];
+        for (const change of changes) outcomes.push(await applyOne(tx, change, events));
+        await queueEvents(tx, events);
+        return outcomes;
+      });
+    },
+
+    async getPlant(account, id) {
+      const [row] = await sql<StoredPlant[]>`
+        SELECT id, name, tag, revision FROM plants WHERE account = ${account} AND id = ${id}`;
+      return row ?? null;
+    },
+
+    async listPlants(account, afterId, limit) {
+      const rows = await sql<PlantRecord[]>`
+        SELECT id, name, tag FROM plants WHERE account = ${account} ${afterIdFilter(afterId)} ORDER BY id LIMIT ${limit}`;
+      return [...rows]; // a plain array, not the driver's result with its statement details
+    },
+
+    async *streamPlants(account, afterId) {
+      // A server-side cursor: one snapshot for the whole listing, STREAM_CHUNK_ROWS in memory at a
+      // time. It holds a pooled connection until the listing ends or the client goes away.
+      const query = sql<PlantRecord[]>`
+        SELECT id, name, tag FROM plants WHERE account = ${account} ${afterIdFilter(afterId)} ORDER BY id`;
+      for await (const rows of query.cursor(STREAM_CHUNK_ROWS)) yield [...rows];
+    },
+
+    plantsVersion() {
+      // Other instances commit without telling this one; every read goes to the database.
+      return null;
+    },
+  };
+}

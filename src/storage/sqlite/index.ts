@@ -1,0 +1,36 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Storage } from '../types.js';
+import { migrate } from './migrations.js';
+import { sqlitePlants } from './plants.js';
+import { sqliteTokens } from './tokens.js';
+
+export function sqlitePath(url: string): string {
+  return url.slice('sqlite:'.length);
+}
+
+/** The embedded store: one file, WAL, every commit fsynced. */
+export function openSqlite(url: string): Storage {
+  const path = sqlitePath(url);
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  db.pragma('busy_timeout = 5000');
+  db.pragma('journal_mode = WAL');
+  // FULL: the WAL is fsynced at every commit, so a 200 survives a power cut.
+  db.pragma('synchronous = FULL');
+  migrate(db);
+  const ping = db.prepare('SELECT 1');
+
+  return {
+    engine: 'sqlite',
+    ...sqlitePlants(db),
+    ...sqliteTokens(db),
+    async ping() {
+      ping.get();
+    },
+    async close() {
+      db.close();
+    },
+  };
+}

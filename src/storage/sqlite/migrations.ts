@@ -1,0 +1,69 @@
+import type Database from 'better-sqlite3';
+
+/**
+ * Versioned schema; `PRAGMA user_version` records how many have run. Append, never edit.
+ * Every table is keyed by account first, as `plants` is.
+ */
+const MIGRATIONS = [
+  `CREATE TABLE plants (
+     account TEXT NOT NULL,
+     id INTEGER NOT NULL,
+     name TEXT NOT NULL,
+     tag TEXT,
+     PRIMARY KEY (account, id)
+   ) WITHOUT ROWID;
+   CREATE TABLE api_tokens (
+     id TEXT PRIMARY KEY,
+     account TEXT NOT NULL,
+     secret_hash TEXT NOT NULL UNIQUE,
+     scopes TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     expires_at INTEGER,
+     revoked_at INTEGER
+   );
+   CREATE INDEX api_tokens_by_account ON api_tokens (account);`,
+  // Plants by id (revisions for ETags) and webhooks: endpoints, and the outbox of deliveries
+  // written in the same transaction as the change they report. Times are epoch milliseconds;
+  // `events` is space-separated with a space at each end, so ' plant.created ' finds a whole word.
+  `ALTER TABLE plants ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
+   CREATE TABLE webhook_endpoints (
+     account TEXT NOT NULL,
+     id TEXT NOT NULL,
+     url TEXT NOT NULL,
+     events TEXT NOT NULL,
+     description TEXT,
+     enabled INTEGER NOT NULL,
+     secret TEXT NOT NULL,
+     previous_secret TEXT,
+     previous_secret_until INTEGER,
+     created_at INTEGER NOT NULL,
+     PRIMARY KEY (account, id)
+   ) WITHOUT ROWID;
+   CREATE TABLE webhook_deliveries (
+     account TEXT NOT NULL,
+     endpoint_id TEXT NOT NULL,
+     event_id TEXT NOT NULL,
+     event_type TEXT NOT NULL,
+     payload TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     state TEXT NOT NULL,
+     attempts INTEGER NOT NULL DEFAULT 0,
+     next_attempt_at INTEGER,
+     lease_owner TEXT,
+     lease_until INTEGER,
+     last_status INTEGER,
+     last_error TEXT,
+     updated_at INTEGER NOT NULL,
+     PRIMARY KEY (account, endpoint_id, event_id)
+   ) WITHOUT ROWID;
+   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at);`,
+];
+
+export function migrate(db: Database.Database) {
+  // IMMEDIATE takes the write lock first, so processes starting together migrate one at a time.
+  db.transaction(() => {
+    const version = db.pragma('user_version', { simple: true }) as number;
+    for (let v = version; v < MIGRATIONS.length; v++) db.exec(MIGRATIONS[v]!);
+    db.pragma(`user_version = ${MIGRATIONS.length}`);
+  }).immediate();
+}

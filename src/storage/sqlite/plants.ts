@@ -1,0 +1,110 @@
+import type Database from 'better-sqlite3';
+import { EVENT_OF, updated } from '../changes.js';
+import type { ChangeOutcome, PlantChange, PlantRecord, Storage, StoredPlant } from '../types.js';
+import { outbox } from './outbox.js';
+
+const STREAM_CHUNK_ROWS = 1000;
+
+type PageRow = [id: bigint, name: string, tag: string | null];
+
+type PlantStorage = Pick<Storage, 'applyChanges' | 'getPlant' | 'listPlants' | 'streamPlants' | 'plantsVersion'>;
+
+export function sqlitePlants(db: Database.Database): PlantStorage {
+  const insert = db.prepare(
+    'INSERT INTO plants (account, id, name, tag, revision) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+  );
+  const selectOne = db
+    .prepare('SELECT id, name, tag, revision FROM plants WHERE account = ? AND id = ?')
+    .safeIntegers(true);
+  const update = db.prepare('UPDATE plants SET name = ?, tag = ?, revision = ? WHERE account = ? AND id = ?');
+  const remove = db.prepare('DELETE FROM plants WHERE account = ? AND id = ?');
+  // `LIMIT ? + 0`, not `LIMIT ?`: SQLite plans around a bare LIMIT parameter, so each new binding
+  // made it compile the statement again (a third of a GET's time). Rows come as arrays (`raw`),
+  // which better-sqlite3 builds much faster than objects.
+  const selectPage = db
+    .prepare('SELECT id, name, tag FROM plants WHERE account = ? AND id > ? ORDER BY id LIMIT ? + 0')
+    .safeIntegers(true)
+    .raw(true);
+  const selectFirstPage = db
+    .prepare('SELECT id, name, tag FROM plants WHERE account = ? ORDER BY id LIMIT ? + 0')
+    .safeIntegers(true)
+    .raw(true);
+  const queueEvent = outbox(db);
+
+  // data_version moves when another connection (another process) commits; this connection's own
+  // writes are counted here, failed ones too (a version moved for nothing only costs a cache miss).
+  // Either one moves `plantsVersion`.
+  const dataVersion = db.prepare('PRAGMA data_version').pluck();
+  let seenDataVersion = dataVersion.get();
+  let version = 0;
+
+  const current = (account: string, id: bigint) => selectOne.get(account, id) as StoredPlant | undefined;
+
+  function applyOne(change: PlantChange): ChangeOutcome {
+    const { account } = change;
+    if (change.kind === 'create') {
+      const { plant } = change;
+      if (insert.run(account, plant.id, plant.name, plant.tag, plant.revision).changes === 0) {
+        return { status: 'unchanged', plant: current(account, plant.id)! };
+      }
+      queueEvent(account, EVENT_OF.create, change.eventId, plant);
+      return { status: 'applied', plant };
+    }
+    const before = current(account, change.id);
+    if (before === undefined) return { status: 'missing' };
+    if (change.precondition && !change.precondition(before)) return { status: 'precondition-failed' };
+    if (change.kind === 'delete') {
+      remove.run(account, change.id);
+      queueEvent(account, EVENT_OF.delete, change.eventId, before);
+      return { status: 'applied', plant: before };
+    }
+    const after = updated(before, change);
+    if (after === null) return { status: 'unchanged', plant: before };
+    update.run(after.name, after.tag, after.revision, account, after.id);
+    queueEvent(account, EVENT_OF.update, change.eventId, after);
+    return { status: 'applied', plant: after };
+  }
+
+  const applyAll = db.transaction((changes: PlantChange[]) => changes.map(applyOne));
+
+  const page = (account: string, afterId: bigint | null, limit: number): PlantRecord[] => {
+    const rows = (
+      afterId === null ? selectFirstPage.all(account, limit) : selectPage.all(account, afterId, limit)
+    ) as PageRow[];
+    return rows.map(([id, name, tag]) => ({ id, name, tag }));
+  };
+
+  return {
+    async applyChanges(changes) {
+      try {
+        return applyAll.immediate(changes);
+      } finally {
+        version++;
+      }
+    },
+    async getPlant(account, id) {
+      return current(account, id) ?? null;
+    },
+    plantsVersion() {
+      const now = dataVersion.get();
+      if (now !== seenDataVersion) {
+        seenDataVersion = now;
+        version++;
+      }
+      return version;
+    },
+    async listPlants(account, afterId, limit) {
+      return page(account, afterId, limit);
+    },
+    async *streamPlants(account, afterId) {
+      // Keyset chunks, each its own short read: a long listing never holds the connection.
+      let after = afterId;
+      for (;;) {
+        const rows = page(account, after, STREAM_CHUNK_ROWS);
+        if (rows.length > 0) yield rows;
+        if (rows.length < STREAM_CHUNK_ROWS) return;
+        after = rows[rows.length - 1]!.id;
+      }
+    },
+  };
+}
