@@ -15,6 +15,13 @@ function pathPattern(url: string): RegExp {
   return new RegExp(`^${escaped}$`);
 }
 
+/** `/plants/` reaches the route `/plants/:id` with an empty id; no path of ours has an empty segment. */
+function hasEmptySegment(request: FastifyRequest): boolean {
+  const params = request.params as Record<string, string>;
+  for (const name in params) if (params[name] === '') return true;
+  return false;
+}
+
 /**
  * 404 for an unknown path; 405 with `Allow` for a known path and a method it does not have.
  * Fastify answers both with its 404 route, so the methods of each path are collected as routes
@@ -37,5 +44,7 @@ export function notFoundOrWrongMethod(app: FastifyInstance) {
     return new HttpError(405, `${request.method} is not allowed on ${path}; use ${allow}`, { allow });
   };
 
-  app.addHook('onRequest', (request, _reply, done) => done(request.is404 ? routingError(request) : undefined));
+  app.addHook('onRequest', (request, _reply, done) =>
+    done(request.is404 || hasEmptySegment(request) ? routingError(request) : undefined),
+  );
 }
