@@ -37,10 +37,10 @@ async function open(url: string, role: 'source' | 'target'): Promise<CopyStore> 
 const print = (text: string): void => void process.stdout.write(text + '\n');
 
 function printCopied(results: TableCopied[], seconds: number) {
+  const n = (count: number) => String(count).padStart(10);
   for (const r of results) {
-    print(
-      `${r.table.padEnd(20)} ${String(r.source).padStart(10)} in source, ${String(r.copied).padStart(10)} copied now`,
-    );
+    const resumed = r.resumed > 0 ? ` (resumed after ${r.resumed})` : '';
+    print(`${r.table.padEnd(20)} ${n(r.source)} in source, ${n(r.copied)} copied now${resumed}`);
   }
   print(`copied in ${seconds.toFixed(1)} s`);
 }

@@ -6,6 +6,8 @@ export interface TableCopied {
   source: number;
   /** Rows this run inserted; the rest were in the target already. */
   copied: number;
+  /** Rows an earlier, interrupted run had copied, which this one did not read again. */
+  resumed: number;
 }
 
 const keyOf = (table: CopyTable, row: Row): Key => table.key.map((column) => row[column] ?? null);
@@ -33,10 +35,11 @@ export async function copyTable(
   { batchSize, resume }: { batchSize: number; resume: boolean },
   progress: (rows: number) => void,
 ): Promise<TableCopied> {
-  const result: TableCopied = { table: table.name, source: 0, copied: 0 };
+  const result: TableCopied = { table: table.name, source: 0, copied: 0, resumed: 0 };
   for (const account of await from.accounts(table)) {
     result.source += await from.count(table, account);
     let { after, skipped } = resume ? await resumeAfter(from, to, table, account) : { after: null, skipped: 0 };
+    result.resumed += skipped;
     progress(skipped);
     for (;;) {
       const rows = await from.readBatch(table, account, after, batchSize);
