@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
+import { backupCommand } from './cli/backup-command.js';
+import { copyCommand } from './cli/copy-command.js';
 import { tokenCommand } from './cli/token-commands.js';
 import { BAD_SETTING_EXIT, ConfigError, checkConfig, serverSettings, toOption, type Config } from './config.js';
 
@@ -28,6 +30,8 @@ function program(): Command {
   root.addCommand(serveCommand, { isDefault: true });
   root.addHelpText('after', () => `\nSettings of serve (the default command):\n${serveCommand.helpInformation()}`);
   root.addCommand(tokenCommand());
+  root.addCommand(copyCommand());
+  root.addCommand(backupCommand());
   forEachCommand(root, (command) =>
     command
       .exitOverride()
