@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest, preParsingHookHandler } from 'fas
 import fastJson from 'fast-json-stringify';
 import { HttpError } from '../errors.js';
 import { isJsonContentType } from '../http/json-body.js';
-import { errorResponses } from '../http/openapi.js';
+import { errorResponses, TAGS } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
 import { ListQuery, NewPlant, Plant, Plants } from '../schemas.js';
 import type { Page, PlantService } from './service.js';
@@ -57,6 +57,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
       preParsing: requireJson,
       schema: {
         operationId: 'addPlant',
+        tags: [TAGS.plants],
         summary: 'Creates a new plant in the store',
         description:
           'Needs the plants:write scope. Body: JSON (application/json or application/*+json), at most 16 KiB. ' +
@@ -79,6 +80,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
       onRequest: app.requireScope('plants:read'),
       schema: {
         operationId: 'listPlants',
+        tags: [TAGS.plants],
         summary: 'Returns all plants from the system that the user has access to',
         description:
           "Needs the plants:read scope. Only the caller's account's plants, in ascending id order. " +
