@@ -181,7 +181,8 @@ describe('the served OpenAPI document is clean under Redocly and complete for ge
 
 describe('a route written with the shared helpers is documented like the others', () => {
   // Stand-ins for the by-id routes, written as a new route is (src/http/openapi.ts): the tag,
-  // errorResponses(...) and the shared schemas.
+  // errorResponses(...) and the shared schemas. Only their document is read: no request is served,
+  // so the app is the OpenAPI plugin alone.
   async function documentWithByIdRoutes(): Promise<Document> {
     const app = Fastify();
     app.setValidatorCompiler(exactValidatorCompiler);
