@@ -14,7 +14,7 @@ import {
   requireHostHeader,
 } from './http/client-errors.js';
 import { parseJsonBody } from './http/json-body.js';
-import { openApi } from './http/openapi.js';
+import { openApi } from './http/openapi-document.js';
 import { rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import { notFoundOrWrongMethod } from './http/routing.js';

@@ -16,11 +16,13 @@ export const Plant = Type.Object(
       Type.String({ description: 'Tag that specifies the type of the plant; omitted when the plant has none' }),
     ),
   },
-  { $id: 'Plant' },
+  { $id: 'Plant', examples: [{ name: 'Monstera deliciosa', tag: 'aroid' }] },
 );
 export type Plant = Static<typeof Plant>;
 
-export const Plants = Type.Array(Type.Ref(Plant));
+export const Plants = Type.Array(Type.Ref(Plant), {
+  examples: [[{ name: 'Monstera deliciosa', tag: 'aroid' }, { name: 'Sansevieria' }]],
+});
 
 export const NewPlant = Type.Object(
   {
@@ -43,7 +45,12 @@ export const NewPlant = Type.Object(
       }),
     ),
   },
-  { $id: 'NewPlant', additionalProperties: true, description: 'Extra properties are accepted and ignored.' },
+  {
+    $id: 'NewPlant',
+    additionalProperties: true,
+    description: 'Extra properties are accepted and ignored.',
+    examples: [{ id: 1, name: 'Monstera deliciosa', tag: 'aroid' }],
+  },
 );
 export type NewPlant = Static<typeof NewPlant>;
 
@@ -67,6 +74,7 @@ export const PlantPatch = Type.Object(
   },
   {
     $id: 'PlantPatch',
+    examples: [{ tag: null }, { name: 'Monstera adansonii', tag: 'aroid' }],
     additionalProperties: true,
     description:
       'A JSON merge patch (RFC 7396) of the plant: absent fields stay as they are. Other properties are ignored; ' +
@@ -93,7 +101,7 @@ export const ErrorSchema = Type.Object(
     error: Type.Integer({ format: 'int32', description: 'The HTTP status code' }),
     message: Type.String({ description: 'What went wrong, for a human' }),
   },
-  { $id: 'Error' },
+  { $id: 'Error', examples: [{ error: 400, message: 'name must be a string' }] },
 );
 
 export const ListQuery = Type.Object(
@@ -103,6 +111,7 @@ export const ListQuery = Type.Object(
         format: 'int32',
         minimum: 0,
         maximum: LIMITS.limitMax,
+        examples: [10],
         description:
           'Maximum number of plants to return. Without it, every plant of the account is returned (streamed). ' +
           'When more plants remain, the response carries a Link header with rel="next".',

@@ -1,87 +1,105 @@
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
-import fp from 'fastify-plugin';
-import type { FastifyInstance } from 'fastify';
+/**
+ * What every route's schema shares in the OpenAPI document: its tag and its error responses.
+ * A route takes them from here, and openapi-document.ts turns them into `$ref`s to shared
+ * components, so a new route is documented like the others by using the same helpers.
+ */
 
-const STATUS_MEANINGS: Record<number, string> = {
-  400:
-    'Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), ' +
-    'id outside int64, name empty or over 256 characters, tag over 256 characters, U+0000 in name or tag, a bad limit or cursor. ' +
-    'The message names the offending field.',
-  401: 'Missing, malformed, unknown, revoked or expired token, or a JWT that fails verification. WWW-Authenticate: Bearer realm="plant-store".',
-  403: 'The token lacks the scope this operation needs (plants:read or plants:write); WWW-Authenticate carries error="insufficient_scope".',
-  404: "No such path, or no plant with this id in the caller's account.",
-  405: 'The path exists but not with this method; the Allow header lists the methods it has.',
-  408: 'The request (headers within 10 s, the whole request within 30 s) did not arrive in time.',
-  409: 'The account already has a plant with this id and a different name or tag.',
-  412: "If-Match does not match the plant's current ETag: nothing was changed.",
-  413: 'The body is larger than 16 KiB.',
-  417: 'An Expect header other than 100-continue.',
-  415: 'Content-Type is missing or is not application/json (any charset) or application/*+json.',
-  431: 'Request headers larger than 16 KiB.',
-  429: 'Too many requests for this account; Retry-After says when to try again.',
-  500: 'Unexpected server error; the message carries no internals.',
-  503: 'Temporarily unavailable (stopping, or the identity provider cannot be reached); Retry-After says when to retry.',
+/** The tag of each operation: each has exactly one. */
+export const TAGS = { plants: 'plants', webhooks: 'webhooks', operations: 'operations' } as const;
+export type Tag = (typeof TAGS)[keyof typeof TAGS];
+
+/** What each tag groups, in the order the docs page lists them. */
+export const TAG_DESCRIPTIONS: Record<Tag, string> = {
+  plants: "The caller's account's plants: add and list them, and read, change or delete one by id.",
+  webhooks:
+    "The account's webhook endpoints, which receive signed plant.created, plant.updated and plant.deleted events.",
+  operations: 'Liveness, readiness and Prometheus metrics, for operators and load balancers; no token needed.',
 };
 
-const OTHER_ERRORS =
-  'Any other error, with the same Error body: 404 (no such path), 405 (method not allowed; see Allow), ' +
-  '408 (request too slow), 417 (unsupported Expect), 431 (headers too large).';
+/**
+ * Each error status an operation may list: its meaning, and an example message (the service's
+ * own words). Each becomes the response component `Error<status>`.
+ */
+export const ERRORS = {
+  400: {
+    description:
+      'Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), ' +
+      'a value outside the limits its schema states (id outside int64, name empty or over 256 characters, ' +
+      'tag over 256 characters, U+0000 in a text), or a bad query parameter. The message names the offending field.',
+    message: 'name must be a string',
+  },
+  401: {
+    description:
+      'Missing, malformed, unknown, revoked or expired token, or a JWT that fails verification. ' +
+      'WWW-Authenticate: Bearer realm="plant-store" (with error="invalid_token" when a token was sent).',
+    message: 'missing Authorization header; send "Authorization: Bearer <token>"',
+  },
+  403: {
+    description:
+      'The token lacks the scope this operation needs (plants:read, plants:write or webhooks:manage); ' +
+      'WWW-Authenticate carries error="insufficient_scope".',
+    message: 'this token lacks the plants:write scope',
+  },
+  404: {
+    description: "Not found: nothing with this id in the caller's account (another account's is never visible).",
+    message: 'no such path: /plantz',
+  },
+  408: {
+    description: 'The request (headers within 10 s, the whole request within 30 s) did not arrive in time.',
+    message: 'request took too long to arrive',
+  },
+  409: {
+    description:
+      'Conflict with what is stored: for a create, the account already has a plant with this id ' +
+      'and a different name or tag.',
+    message: 'a different plant with id 1 already exists',
+  },
+  412: {
+    description: 'If-Match names another version than the current ETag: someone changed it first, and nothing changed.',
+    message: 'the plant has changed: If-Match does not match its current ETag; read it again',
+  },
+  413: { description: 'The body is larger than 16 KiB.', message: 'request body is larger than 16384 bytes' },
+  415: {
+    description:
+      'Content-Type is missing or is not application/json (any charset) or application/*+json, ' +
+      'or the body has a Content-Encoding other than identity.',
+    message: 'Content-Type must be application/json (or application/*+json)',
+  },
+  429: {
+    description: 'Too many requests for this account; Retry-After says when to try again.',
+    message: 'too many requests for this account: the limit is 100 per second; retry after 1 second',
+  },
+  431: { description: 'Request headers larger than 16 KiB.', message: 'request headers are too large' },
+  500: {
+    description: 'Unexpected server error; the message carries no internals.',
+    message: 'internal server error',
+  },
+  503: {
+    description:
+      'Temporarily unavailable (stopping, the store or the identity provider cannot be reached); ' +
+      'Retry-After says when to retry.',
+    message: 'the store is unavailable right now; retry shortly',
+  },
+} as const satisfies Record<number, { description: string; message: string }>;
 
-/** Response entries for the given statuses, all with the `Error` body, and `default` for the rest. */
-export function errorResponses(...statuses: number[]): Record<string, object> {
+export type ErrorStatus = keyof typeof ERRORS;
+
+/** The `default` response of every operation: whatever it does not list, with the same body. */
+export const OTHER_ERRORS = {
+  description:
+    'Any other error, with the same Error body: 404 (no such path), 405 (method not allowed; see Allow), ' +
+    '408 (request too slow), 417 (unsupported Expect), 431 (headers too large).',
+  example: { error: 405, message: 'DELETE is not allowed on /plants; use GET, HEAD, POST' },
+};
+
+/**
+ * An operation's error responses, all with the `Error` body, and `default` for the rest. In the
+ * document each becomes a `$ref` to `#/components/responses/Error<status>` (or `OtherErrors`).
+ */
+export function errorResponses(...statuses: ErrorStatus[]): Record<string, object> {
+  const error = (description: string) => ({ description, $ref: 'Error#' });
   return {
-    ...Object.fromEntries(statuses.map((s) => [s, { description: STATUS_MEANINGS[s], $ref: 'Error#' }])),
-    default: { description: OTHER_ERRORS, $ref: 'Error#' },
+    ...Object.fromEntries(statuses.map((status) => [status, error(ERRORS[status].description)])),
+    default: error(OTHER_ERRORS.description),
   };
 }
-
-const API_DESCRIPTION = `Plant Store keeps each account's plants. Every call needs \`Authorization: Bearer <token>\`:
-an API token from \`plant-store token create\` or, when configured, a JWT from your identity provider.
-A token reaches only its account's plants. Every non-2xx response is an \`Error\` object
-\`{"error": <HTTP status>, "message": "..."}\` with \`Content-Type: application/json\`: an unknown path is a 404,
-a known path with another method a 405 with an \`Allow\` header, and a request the HTTP parser rejects a 400.
-\`/healthz\`, \`/readyz\`, \`/metrics\`, \`/openapi.json\`, \`/openapi.yaml\` and \`/docs\` need no token.`;
-
-/** Every status the service can answer with, as reusable components of the document. */
-const RESPONSE_COMPONENTS = Object.fromEntries(
-  Object.entries(STATUS_MEANINGS).map(([status, description]) => [
-    `Error${status}`,
-    { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
-  ]),
-);
-
-async function openApiPlugin(app: FastifyInstance) {
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.0.1',
-      info: {
-        title: 'OpenAPI Plant Store',
-        version: '1.0.0',
-        description: API_DESCRIPTION,
-        license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
-      },
-      components: {
-        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'API token or JWT' } },
-        responses: RESPONSE_COMPONENTS,
-      },
-      security: [{ bearerAuth: [] }],
-    },
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
-  });
-  await app.register(swaggerUi, {
-    routePrefix: '/docs',
-    staticCSP: true,
-    // As everywhere else: the page is often opened over plain HTTP, where this would break it.
-    transformStaticCSP: (csp) => csp.replace(/\s*upgrade-insecure-requests;?/, ''),
-    uiConfig: { deepLinking: false },
-  });
-
-  const unsecured = { hide: true, security: [] };
-  app.get('/openapi.json', { schema: unsecured }, async () => app.swagger());
-  app.get('/openapi.yaml', { schema: unsecured }, async (_request, reply) =>
-    reply.type('application/yaml').send(app.swagger({ yaml: true })),
-  );
-}
-
-export const openApi = fp(openApiPlugin, { name: 'openapi' });

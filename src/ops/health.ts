@@ -2,11 +2,14 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { HttpError } from '../errors.js';
-import { errorResponses } from '../http/openapi.js';
+import { errorResponses, TAGS } from '../http/openapi.js';
 import type { Storage } from '../storage/types.js';
 import { registry } from './metrics.js';
 
 const Status = Type.Object({ status: Type.String() }, { description: 'OK' });
+const METRICS_EXAMPLE =
+  '# HELP plant_store_plants_created_total Plants newly stored (idempotent replays not counted)\n' +
+  '# TYPE plant_store_plants_created_total counter\nplant_store_plants_created_total 42\n';
 
 /** Liveness, readiness (503 once stopping) and Prometheus metrics; none of them needs a token. */
 async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storage }) {
@@ -19,10 +22,19 @@ async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storag
     app.server.closeIdleConnections = () => {};
   });
 
-  const open = { tags: ['operations'], security: [] };
+  // No token; the only errors are those of the HTTP layer (and 503 for readiness).
+  const open = { tags: [TAGS.operations], security: [] };
   app.get(
     '/healthz',
-    { schema: { ...open, summary: 'The process is alive', response: { 200: Status } } },
+    {
+      schema: {
+        ...open,
+        operationId: 'checkLiveness',
+        summary: 'The process is alive',
+        description: 'Answers 200 as long as the process runs, whatever the state of the store: for liveness probes.',
+        response: { 200: { ...Status, examples: [{ status: 'ok' }] }, ...errorResponses(408, 431) },
+      },
+    },
     async () => ({
       status: 'ok',
     }),
@@ -32,8 +44,12 @@ async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storag
     {
       schema: {
         ...open,
+        operationId: 'checkReadiness',
         summary: 'Storage answers; 503 while stopping',
-        response: { 200: Status, ...errorResponses(503) },
+        description:
+          'Answers 200 when the store answers, and 503 with Retry-After while the server is stopping ' +
+          'or the store cannot be reached: for readiness probes and load balancers.',
+        response: { 200: { ...Status, examples: [{ status: 'ready' }] }, ...errorResponses(408, 431, 503) },
       },
     },
     async () => {
@@ -48,7 +64,23 @@ async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storag
   );
   app.get(
     '/metrics',
-    { schema: { ...open, summary: 'Prometheus metrics (text format)', produces: ['text/plain'] } },
+    {
+      schema: {
+        ...open,
+        operationId: 'getMetrics',
+        summary: 'Prometheus metrics (text format)',
+        description:
+          'Request counts and durations by route and status, plants created, storage commits and timings, ' +
+          'authentication failures, and the process metrics, in the Prometheus text exposition format.',
+        response: {
+          200: {
+            description: 'The metrics',
+            content: { 'text/plain': { schema: Type.String(), example: METRICS_EXAMPLE } },
+          },
+          ...errorResponses(408, 431),
+        },
+      },
+    },
     async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),
   );
 }

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fastJson from 'fast-json-stringify';
 import { requireJsonBody } from '../http/json-body.js';
-import { errorResponses } from '../http/openapi.js';
+import { errorResponses, TAGS } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
 import { ListQuery, NewPlant, Plant, PlantIdParams, PlantPatch, Plants } from '../schemas.js';
 import type { StoredPlant } from '../storage/types.js';
@@ -60,6 +60,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
       preParsing: requireJsonBody,
       schema: {
         operationId: 'addPlant',
+        tags: [TAGS.plants],
         summary: 'Creates a new plant in the store',
         description:
           'Needs the plants:write scope. Body: JSON (application/json or application/*+json), at most 16 KiB. ' +
@@ -82,6 +83,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
       onRequest: app.requireScope('plants:read'),
       schema: {
         operationId: 'listPlants',
+        tags: [TAGS.plants],
         summary: 'Returns all plants from the system that the user has access to',
         description:
           "Needs the plants:read scope. Only the caller's account's plants, in ascending id order. " +
@@ -116,6 +118,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
       onRequest: app.requireScope('plants:read'),
       schema: {
         operationId: 'getPlant',
+        tags: [TAGS.plants],
         summary: 'Returns one plant by its id',
         description:
           "Needs the plants:read scope. Only the caller's account's plants: an id the account lacks is a 404, " +
@@ -151,6 +154,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
       preParsing: requireJsonBody,
       schema: {
         operationId: 'updatePlant',
+        tags: [TAGS.plants],
         summary: 'Updates one plant (JSON merge patch)',
         description:
           'Needs the plants:write scope. Body: a JSON merge patch (RFC 7396; application/merge-patch+json or ' +
@@ -179,6 +183,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
       onRequest: app.requireScope('plants:write'),
       schema: {
         operationId: 'deletePlant',
+        tags: [TAGS.plants],
         summary: 'Deletes a single plant based on the ID supplied',
         description:
           'Needs the plants:write scope. Deleting it again is a 404; the id is free again for a later create. ' +

@@ -1,0 +1,141 @@
+import swagger from '@fastify/swagger';
+import fp from 'fastify-plugin';
+import type { FastifyInstance, FastifySchema } from 'fastify';
+import { sharedSchemas } from '../schemas.js';
+import { docsPage } from './docs-page.js';
+import { ERRORS, OTHER_ERRORS, TAG_DESCRIPTIONS, type ErrorStatus } from './openapi.js';
+
+const API_DESCRIPTION = `Plant Store keeps each account's plants. Every call needs \`Authorization: Bearer <token>\`:
+an API token from \`plant-store token create\` or, when configured, a JWT from your identity provider.
+A token reaches only its account's plants. Every non-2xx response is an \`Error\` object
+\`{"error": <HTTP status>, "message": "..."}\` with \`Content-Type: application/json\`: an unknown path is a 404,
+a known path with another method a 405 with an \`Allow\` header, and a request the HTTP parser rejects a 400.
+\`/healthz\`, \`/readyz\`, \`/metrics\`, \`/openapi.json\`, \`/openapi.yaml\` and \`/docs\` need no token.`;
+
+/** The parts of the OpenAPI document that the finishing steps below read or write. */
+interface Media {
+  schema?: { $ref?: string };
+  example?: unknown;
+}
+interface Response {
+  $ref?: string;
+  description?: string;
+  content?: Record<string, Media>;
+  links?: Record<string, object>;
+}
+interface Operation {
+  operationId?: string;
+  tags?: string[];
+  requestBody?: { content: Record<string, Media> };
+  responses: Record<string, Response>;
+}
+interface Document {
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, { example?: unknown }>; responses?: Record<string, Response> };
+  tags?: Array<{ name: string; description: string }>;
+}
+
+const SCHEMAS = '#/components/schemas/';
+const SHARED = new Set(sharedSchemas.map((schema) => schema.$id));
+
+/** After a create, the plant's own operations take the id the request sent (for stateful testers). */
+const CREATED_PLANT_LINKS = ['getPlant', 'updatePlant', 'deletePlant'];
+
+/** A route's body that is a shared schema is documented as a `$ref` to its component, not a copy. */
+function refBodies({ schema, url }: { schema: FastifySchema; url: string }) {
+  const $id = (schema?.body as { $id?: string } | undefined)?.$id;
+  return { schema: $id !== undefined && SHARED.has($id) ? { ...schema, body: { $ref: `${$id}#` } } : schema, url };
+}
+
+function errorBody(description: string, example: object): Response {
+  return { description, content: { 'application/json': { schema: { $ref: `${SCHEMAS}Error` }, example } } };
+}
+
+/** The shared response for an `Error` response of this status, if there is one. */
+function sharedError(status: string): [name: string, response: Response] | undefined {
+  if (status === 'default') return ['OtherErrors', errorBody(OTHER_ERRORS.description, OTHER_ERRORS.example)];
+  const code = Number(status);
+  const error: { description: string; message: string } | undefined = ERRORS[code as ErrorStatus];
+  return error && [`Error${code}`, errorBody(error.description, { error: code, message: error.message })];
+}
+
+/**
+ * Every `Error` response becomes a `$ref` to the shared response of its status (made only for the
+ * statuses some operation lists, so none is unused), and every body that `$ref`s a component
+ * schema shows that schema's example.
+ */
+function finishOperation(operation: Operation, responses: Record<string, Response>, document: Document) {
+  for (const [status, response] of Object.entries(operation.responses)) {
+    const shared = response.content?.['application/json']?.schema?.$ref === `${SCHEMAS}Error` && sharedError(status);
+    if (shared) {
+      const [name, component] = shared;
+      responses[name] = component;
+      operation.responses[status] = { $ref: `#/components/responses/${name}` };
+    }
+  }
+  const media = [operation.requestBody, ...Object.values(operation.responses)].flatMap((body) =>
+    Object.values(body?.content ?? {}),
+  );
+  for (const entry of media) {
+    const $ref = entry.schema?.$ref;
+    if ($ref?.startsWith(SCHEMAS) && entry.example === undefined) {
+      entry.example = document.components.schemas[$ref.slice(SCHEMAS.length)]?.example;
+    }
+  }
+}
+
+function finishDocument(document: Document) {
+  const operations = Object.values(document.paths).flatMap((path) => Object.values(path));
+  const responses: Record<string, Response> = {};
+  for (const operation of operations) finishOperation(operation, responses, document);
+  document.components.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)));
+
+  const used = new Set(operations.flatMap((operation) => operation.tags ?? []));
+  document.tags = Object.entries(TAG_DESCRIPTIONS)
+    .filter(([name]) => used.has(name))
+    .map(([name, description]) => ({ name, description }));
+
+  const byId = new Map(operations.map((operation) => [operation.operationId, operation]));
+  const created = byId.get('addPlant')?.responses['200'];
+  const links = CREATED_PLANT_LINKS.filter((operationId) => byId.has(operationId)).map((operationId) => [
+    operationId,
+    { operationId, parameters: { id: '$request.body#/id' }, description: 'The plant just added, by the id sent' },
+  ]);
+  if (created && links.length > 0) created.links = Object.fromEntries(links);
+}
+
+async function openApiPlugin(app: FastifyInstance) {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.1',
+      info: {
+        title: 'OpenAPI Plant Store',
+        version: '1.0.0',
+        description: API_DESCRIPTION,
+        license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
+      },
+      // Relative: the server that served this document, wherever it runs.
+      servers: [{ url: '/', description: 'This server' }],
+      components: {
+        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'API token or JWT' } },
+      },
+      security: [{ bearerAuth: [] }],
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transform: refBodies,
+    transformObject: (documentObject) => {
+      const { openapiObject } = documentObject as Extract<typeof documentObject, { openapiObject: unknown }>;
+      finishDocument(openapiObject as unknown as Document);
+      return openapiObject;
+    },
+  });
+  await app.register(docsPage);
+
+  const unsecured = { hide: true, security: [] };
+  app.get('/openapi.json', { schema: unsecured }, async () => app.swagger());
+  app.get('/openapi.yaml', { schema: unsecured }, async (_request, reply) =>
+    reply.type('application/yaml').send(app.swagger({ yaml: true })),
+  );
+}
+
+export const openApi = fp(openApiPlugin, { name: 'openapi' });
