@@ -24,12 +24,14 @@ const create = (account: string, p: PlantRecord, n = 0): PlantChange => ({
   plant: { ...p, revision: BigInt(n + 1) },
   eventId: `msg_${n}`,
 });
+type Update = Extract<PlantChange, { kind: 'update' }>;
+type Delete = Extract<PlantChange, { kind: 'delete' }>;
 const update = (
   account: string,
   id: bigint,
   set: { name?: string; tag?: string | null },
   revision: bigint,
-): PlantChange => ({
+): Update => ({
   kind: 'update',
   account,
   id,
@@ -37,7 +39,7 @@ const update = (
   revision,
   eventId: `msg_update_${revision}`,
 });
-const remove = (account: string, id: bigint): PlantChange => ({
+const remove = (account: string, id: bigint): Delete => ({
   kind: 'delete',
   account,
   id,
