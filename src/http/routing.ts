@@ -37,5 +37,12 @@ export function notFoundOrWrongMethod(app: FastifyInstance) {
     return new HttpError(405, `${request.method} is not allowed on ${path}; use ${allow}`, { allow });
   };
 
-  app.addHook('onRequest', (request, _reply, done) => done(request.is404 ? routingError(request) : undefined));
+  // Fastify matches `/plants/` to `/plants/:id` with an empty id; a path segment that is not there
+  // makes an unknown path (as for the methods the route lacks), not a bad id.
+  const emptySegment = (request: FastifyRequest) =>
+    Object.values(request.params as Record<string, string>).some((value) => value === '');
+
+  app.addHook('onRequest', (request, _reply, done) =>
+    done(request.is404 || emptySegment(request) ? routingError(request) : undefined),
+  );
 }

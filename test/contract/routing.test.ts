@@ -46,7 +46,7 @@ const KNOWN: Record<string, string> = {
   '/plants': 'GET, HEAD, POST',
   '/plants/1': 'GET, HEAD, PATCH, DELETE',
 };
-const UNKNOWN = ['/nope', '/plants/1/x'];
+const UNKNOWN = ['/nope', '/plants/1/x', '/plants/'];
 
 interface Answer {
   status: number;
