@@ -46,9 +46,12 @@ function nextLink(request: FastifyRequest, limit: number, cursor: string): strin
 
 const ETAG_HEADER = { ETag: { type: 'string', description: "The plant's strong entity tag" } };
 
-/** One plant with its ETag; `private, no-cache` (not no-store) so that the tag can be revalidated. */
+/** What GET /plants/{id} alone sends: `private, no-cache` (not no-store) so that its ETag can be revalidated. */
+const REVALIDATE = 'private, no-cache';
+
+/** One plant with its ETag. */
 function sendPlant(reply: FastifyReply, plant: StoredPlant) {
-  return reply.header('etag', etagOf(plant.revision)).header('cache-control', 'private, no-cache').send(toPlant(plant));
+  return reply.header('etag', etagOf(plant.revision)).send(toPlant(plant));
 }
 
 export async function plantRoutes(app: FastifyInstance, { plants }: { plants: PlantService }) {
@@ -140,9 +143,9 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
       const plant = await plants.get(request.caller!.account, request.params.id);
       const etag = etagOf(plant.revision);
       if (notModified(request.headers['if-none-match'], etag)) {
-        return reply.code(304).header('etag', etag).header('cache-control', 'private, no-cache').send();
+        return reply.code(304).header('etag', etag).header('cache-control', REVALIDATE).send();
       }
-      return sendPlant(reply, plant);
+      return sendPlant(reply.header('cache-control', REVALIDATE), plant);
     },
   );
 

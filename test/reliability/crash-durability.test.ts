@@ -181,3 +181,191 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+/**
+ * Contract: "Updates and deletes are acknowledged like creates: durable before the answer, through
+ * the same group commit." 64 clients keep creates, PATCHes and DELETEs in flight together, so each
+ * group-commit batch mixes the three; the server is SIGKILLed once enough have been answered.
+ * Each client owns its own ids (id % 64 = its lane), so it knows every plant's state exactly: after
+ * a restart, every id holds what its last acknowledged change left (a deleted one is a 404), and an
+ * id whose change the kill cut off holds either the state before that change or the state after.
+ */
+
+const SEED_PLANTS = 512;
+/** Roughly how many changes are acknowledged before the kill (a random part is added). */
+const CHANGES_BEFORE_KILL = scaled(600, 4_000);
+
+type State = Sent | null;
+
+interface Lane {
+  /** The acknowledged state of each id this lane touched; null once deleted. */
+  states: Map<bigint, State>;
+  /** The change the kill cut off, if any: the state before it and the one it would have made. */
+  cutOff?: { id: bigint; before: State; after: State };
+}
+
+const statePath = (id: bigint) => `/plants/${id}`;
+
+/** A state as comparable text (ids are BigInts, which JSON.stringify refuses). */
+const show = (state: State) => JSON.stringify(state, (_, value) => (typeof value === 'bigint' ? String(value) : value));
+
+function patchBody(change: { name?: string; tag?: string | null }): string {
+  return JSON.stringify(change);
+}
+
+/** Keeps IN_FLIGHT clients changing their own plants until the server is killed after `killAfter` answers. */
+async function mixedUntilKilled(server: RunningServer, token: string, killAfter: number, lanesState: Lane[]) {
+  const client = new LoadClient(server.url, IN_FLIGHT);
+  const counts = { create: 0, update: 0, delete: 0 };
+  let answered = 0;
+  let inFlight = 0;
+  let inFlightAtKill = -1;
+  let killed = false;
+  let version = 0;
+  await lanes(IN_FLIGHT, async (lane) => {
+    const mine = lanesState[lane]!;
+    let nextNew = BigInt(SEED_PLANTS + lane) + 1_000_000n;
+    while (!killed) {
+      const live = [...mine.states].filter(([, state]) => state !== null).map(([id]) => id);
+      const roll = Math.random();
+      let kind: keyof typeof counts;
+      let id: bigint;
+      let after: State;
+      let request: () => Promise<Awaited<ReturnType<LoadClient['request']>>>;
+      if (roll < 0.3 || live.length === 0) {
+        kind = 'create';
+        id = nextNew;
+        nextNew += BigInt(IN_FLIGHT);
+        after = plantFor(id);
+        const body = asBody(after);
+        request = () => client.post(token, body);
+      } else if (roll < 0.7) {
+        kind = 'update';
+        id = live[Math.floor(Math.random() * live.length)]!;
+        const current = mine.states.get(id)!;
+        const change = { name: `updated ${id} v${++version} ✓`, ...(Math.random() < 0.5 && { tag: null }) };
+        after = { id, name: change.name, ...(!('tag' in change) && current.tag !== undefined && { tag: current.tag }) };
+        request = () => client.request('PATCH', statePath(id), token, patchBody(change));
+      } else {
+        kind = 'delete';
+        id = live[Math.floor(Math.random() * live.length)]!;
+        after = null;
+        request = () => client.request('DELETE', statePath(id), token);
+      }
+      const before = mine.states.get(id) ?? null;
+      inFlight++;
+      let answer;
+      try {
+        answer = await request();
+      } catch (error) {
+        if (!killed) throw error;
+        mine.cutOff = { id, before, after };
+        continue;
+      } finally {
+        inFlight--;
+      }
+      if (kind === 'delete') {
+        assert.equal(answer.status, 204, `every answered delete succeeds: ${answer.text}`);
+      } else {
+        assert.equal(answer.status, 200, `every answered ${kind} succeeds: ${answer.text}`);
+        const { id: _id, ...expected } = after!;
+        assert.deepEqual(JSON.parse(answer.text), expected);
+      }
+      mine.states.set(id, after);
+      counts[kind]++;
+      if (!killed && ++answered >= killAfter) {
+        killed = true;
+        inFlightAtKill = inFlight;
+        server.process.kill('SIGKILL');
+      }
+    }
+  });
+  client.close();
+  assert.equal(await server.stop(), 'SIGKILL');
+  return { counts, inFlightAtKill, cutOff: lanesState.filter((l) => l.cutOff).length };
+}
+
+/** Every id as GET /plants/{id} shows it: the acknowledged state, or for a cut-off change, either side of it. */
+async function checkEveryState(server: RunningServer, token: string, lanesState: Lane[]) {
+  const client = new LoadClient(server.url, 32);
+  try {
+    const expected: { id: bigint; allowed: State[] }[] = [];
+    for (const lane of lanesState) {
+      for (const [id, state] of lane.states) {
+        if (lane.cutOff?.id !== id) expected.push({ id, allowed: [state] });
+      }
+      if (lane.cutOff) expected.push({ id: lane.cutOff.id, allowed: [lane.cutOff.before, lane.cutOff.after] });
+    }
+    let live = 0;
+    await lanes(32, async (worker) => {
+      for (let i = worker; i < expected.length; i += 32) {
+        const { id, allowed } = expected[i]!;
+        const answer = await client.get(token, statePath(id));
+        assert.ok([200, 404].includes(answer.status), `GET ${id}: ${answer.status} ${answer.text}`);
+        const seen: State = answer.status === 404 ? null : { id, ...(JSON.parse(answer.text) as Omit<Sent, 'id'>) };
+        assert.ok(
+          allowed.some((state) => show(state) === show(seen)),
+          `plant ${id} is ${show(seen)}, expected one of ${allowed.map(show).join(' or ')}`,
+        );
+        if (seen !== null) live++;
+      }
+    });
+    assert.equal((await client.all(token)).length, live, 'the listing holds exactly the live plants');
+  } finally {
+    client.close();
+  }
+}
+
+for (const engine of ENGINES) {
+  describe(`an acknowledged PATCH or DELETE survives kill -9 of the server (${engine.name})`, () => {
+    it(`every change acknowledged before SIGKILL is there after a restart, in batches mixing creates, updates and deletes (${ROUNDS} kill(s), ${IN_FLIGHT} in flight)`, async (t) => {
+      const { url: database, drop } = await engine.fresh();
+      t.after(drop);
+      let server = await startServer({ database });
+      const token = server.firstToken;
+      assert.ok(token, 'the first start prints a token');
+      t.after(() => server.stop('SIGKILL'));
+
+      const lanesState: Lane[] = Array.from({ length: IN_FLIGHT }, () => ({ states: new Map() }));
+      const seeder = new LoadClient(server.url, 32);
+      await lanes(32, async (worker) => {
+        for (let i = worker + 1; i <= SEED_PLANTS; i += 32) {
+          const plant = plantFor(BigInt(i));
+          const answer = await seeder.post(token, asBody(plant));
+          assert.equal(answer.status, 200, answer.text);
+          lanesState[i % IN_FLIGHT]!.states.set(plant.id, plant);
+        }
+      });
+      seeder.close();
+
+      for (let round = 1; round <= ROUNDS; round++) {
+        for (const lane of lanesState) delete lane.cutOff;
+        const killAfter = CHANGES_BEFORE_KILL + Math.floor(Math.random() * CHANGES_BEFORE_KILL);
+        const result = await mixedUntilKilled(server, token, killAfter, lanesState);
+        t.diagnostic(
+          `round ${round}: acknowledged ${result.counts.create} creates, ${result.counts.update} updates, ` +
+            `${result.counts.delete} deletes; ${result.cutOff} cut off, ${result.inFlightAtKill} in flight at SIGKILL`,
+        );
+        assert.ok(result.inFlightAtKill >= IN_FLIGHT / 2, 'the kill caught changes mid-way');
+        assert.ok(result.counts.update > 0 && result.counts.delete > 0, 'updates and deletes were acknowledged');
+
+        if (engine.name === 'sqlite') assert.equal(sqliteIntegrity(database), 'ok', 'the killed store is consistent');
+        server = await startServer({ database });
+        await opensCleanly(engine, database, server);
+        await checkEveryState(server, token, lanesState);
+        // What the restart shows is the truth the next round starts from.
+        for (const lane of lanesState) {
+          if (!lane.cutOff) continue;
+          const answer = await fetch(`${server.url}${statePath(lane.cutOff.id)}`, {
+            headers: { authorization: `Bearer ${token}` },
+          });
+          lane.states.set(
+            lane.cutOff.id,
+            answer.status === 404 ? null : { id: lane.cutOff.id, ...((await answer.json()) as Omit<Sent, 'id'>) },
+          );
+        }
+      }
+      assert.equal(await server.stop(), 0);
+    });
+  });
+}

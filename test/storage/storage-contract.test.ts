@@ -6,7 +6,7 @@ import { newToken } from '../../src/auth/api-tokens.js';
 import { groupCommit } from '../../src/storage/group-commit.js';
 import { openStorage } from '../../src/storage/open.js';
 import { sqlitePath } from '../../src/storage/sqlite/index.js';
-import type { PlantChange, PlantRecord, Storage } from '../../src/storage/types.js';
+import type { PlantChange, PlantRecord, Storage, StoredPlant } from '../../src/storage/types.js';
 import { ENGINES, type Engine } from '../helpers/engines.js';
 import { insertPlants, type PlantWrite } from '../helpers/plants.js';
 
@@ -23,6 +23,27 @@ const create = (account: string, p: PlantRecord, n = 0): PlantChange => ({
   account,
   plant: { ...p, revision: BigInt(n + 1) },
   eventId: `msg_${n}`,
+});
+type Update = Extract<PlantChange, { kind: 'update' }>;
+type Delete = Extract<PlantChange, { kind: 'delete' }>;
+const update = (
+  account: string,
+  id: bigint,
+  set: { name?: string; tag?: string | null },
+  revision: bigint,
+): Update => ({
+  kind: 'update',
+  account,
+  id,
+  set,
+  revision,
+  eventId: `msg_update_${revision}`,
+});
+const remove = (account: string, id: bigint): Delete => ({
+  kind: 'delete',
+  account,
+  id,
+  eventId: `msg_delete_${id}`,
 });
 const byId = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -278,6 +299,195 @@ for (const engine of ENGINES) {
 
       it('creates no first token once the store has held one', async () => {
         assert.equal(await storage().createFirstToken(newToken('default', ['plants:read'], null).token), false);
+      });
+    });
+  });
+
+  describe(`applyChanges: creates, updates and deletes of one batch apply in order, each with its own outcome (${engine.name})`, () => {
+    const store = freshStores(engine);
+    const storage = () => store.stores[0]!;
+    const stored = (p: PlantRecord, revision: bigint): StoredPlant => ({ ...p, revision });
+
+    it('keeps each outcome of create, update, delete and create again of one id in one batch', async () => {
+      const outcomes = await storage().applyChanges([
+        create('mixed', plant(5n, 'first', 'a'), 0),
+        update('mixed', 5n, { name: 'second' }, 11n),
+        update('mixed', 5n, { tag: null }, 12n),
+        remove('mixed', 5n),
+        update('mixed', 5n, { name: 'ghost' }, 13n),
+        remove('mixed', 5n),
+        create('mixed', plant(5n, 'reborn'), 20),
+        create('mixed', plant(5n, 'reborn again'), 21),
+        create('other', plant(5n, 'elsewhere'), 22),
+      ]);
+      assert.deepEqual(outcomes, [
+        { status: 'applied', plant: stored(plant(5n, 'first', 'a'), 1n) },
+        { status: 'applied', plant: stored(plant(5n, 'second', 'a'), 11n) },
+        { status: 'applied', plant: stored(plant(5n, 'second'), 12n) },
+        { status: 'applied', plant: stored(plant(5n, 'second'), 12n) },
+        { status: 'missing' },
+        { status: 'missing' },
+        { status: 'applied', plant: stored(plant(5n, 'reborn'), 21n) },
+        { status: 'unchanged', plant: stored(plant(5n, 'reborn'), 21n) },
+        { status: 'applied', plant: stored(plant(5n, 'elsewhere'), 23n) },
+      ]);
+      assert.deepEqual(await storage().getPlant('mixed', 5n), stored(plant(5n, 'reborn'), 21n));
+      assert.deepEqual(await storage().getPlant('other', 5n), stored(plant(5n, 'elsewhere'), 23n));
+    });
+
+    it('reports an update that changes no field as unchanged, keeping the revision', async () => {
+      await storage().applyChanges([create('same', plant(1n, 'kept', 't'), 0)]);
+      const [outcome] = await storage().applyChanges([update('same', 1n, { name: 'kept', tag: 't' }, 99n)]);
+      assert.deepEqual(outcome, { status: 'unchanged', plant: stored(plant(1n, 'kept', 't'), 1n) });
+      assert.deepEqual(await storage().getPlant('same', 1n), stored(plant(1n, 'kept', 't'), 1n));
+    });
+
+    it('checks each precondition against the plant as the earlier changes of the batch left it', async () => {
+      const at = (revision: bigint) => (current: StoredPlant) => current.revision === revision;
+      const outcomes = await storage().applyChanges([
+        create('pre', plant(9n, 'v1'), 0),
+        { ...update('pre', 9n, { name: 'v2' }, 2n), precondition: at(1n) },
+        { ...update('pre', 9n, { name: 'lost' }, 3n), precondition: at(1n) },
+        { ...remove('pre', 9n), precondition: at(1n) },
+        { ...update('pre', 10n, { name: 'nobody' }, 4n), precondition: () => true },
+        { ...remove('pre', 9n), precondition: at(2n) },
+      ]);
+      assert.deepEqual(
+        outcomes.map((o) => o.status),
+        ['applied', 'applied', 'precondition-failed', 'precondition-failed', 'missing', 'applied'],
+      );
+      assert.equal(await storage().getPlant('pre', 9n), null);
+    });
+
+    it('leaves the store as it was when a change of the batch throws (one transaction)', async () => {
+      await storage().applyChanges([create('atomic', plant(1n, 'before'), 0)]);
+      await assert.rejects(
+        storage().applyChanges([
+          create('atomic', plant(2n, 'never'), 1),
+          update('atomic', 1n, { name: 'never' }, 7n),
+          {
+            ...remove('atomic', 1n),
+            precondition: () => {
+              throw new Error('boom');
+            },
+          },
+        ]),
+        /boom/,
+      );
+      assert.deepEqual(await storage().listPlants('atomic', null, 10), [plant(1n, 'before')]);
+    });
+
+    describe('the outbox: one delivery row per subscribed, enabled endpoint, in the same transaction', () => {
+      /** Endpoint rows written straight into the table, as the webhooks feature would. */
+      async function addEndpoints(endpoints: { account: string; id: string; events: string[]; enabled: boolean }[]) {
+        if (engine.name === 'sqlite') {
+          const db = new Database(sqlitePath(store.url));
+          try {
+            const insert = db.prepare(
+              `INSERT INTO webhook_endpoints (account, id, url, events, enabled, secret, created_at)
+               VALUES (?, ?, 'https://example.com/hook', ?, ?, 'whsec_test', ?)`,
+            );
+            for (const e of endpoints) insert.run(e.account, e.id, ` ${e.events.join(' ')} `, e.enabled ? 1 : 0, 0);
+          } finally {
+            db.close();
+          }
+          return;
+        }
+        const sql = postgres(store.url, { max: 1 });
+        try {
+          for (const e of endpoints) {
+            await sql`INSERT INTO webhook_endpoints (account, id, url, events, enabled, secret, created_at)
+                      VALUES (${e.account}, ${e.id}, 'https://example.com/hook', string_to_array(${e.events.join(' ')}, ' '), ${e.enabled},
+                              'whsec_test', now())`;
+          }
+        } finally {
+          await sql.end();
+        }
+      }
+
+      type Delivery = { endpoint: string; event: string; type: string; payload: string; state: string };
+      async function deliveries(account: string): Promise<Delivery[]> {
+        const query = `SELECT endpoint_id AS endpoint, event_id AS event, event_type AS type, payload, state
+                       FROM webhook_deliveries WHERE account = $1 ORDER BY endpoint_id, event_id`;
+        if (engine.name === 'sqlite') {
+          const db = new Database(sqlitePath(store.url), { readonly: true });
+          try {
+            return db.prepare(query.replace('$1', '?')).all(account) as Delivery[];
+          } finally {
+            db.close();
+          }
+        }
+        const sql = postgres(store.url, { max: 1 });
+        try {
+          return [...(await sql.unsafe<Delivery[]>(query, [account]))];
+        } finally {
+          await sql.end();
+        }
+      }
+
+      const ALL = ['plant.created', 'plant.updated', 'plant.deleted'];
+      const BIG = TWO_POW_53 + 1n;
+
+      it('queues an event per acknowledged change, none for replays, no-op updates, missing ids or failed preconditions', async () => {
+        await addEndpoints([
+          { account: 'hooked', id: 'ep_all', events: ALL, enabled: true },
+          { account: 'hooked', id: 'ep_created', events: ['plant.created'], enabled: true },
+          { account: 'hooked', id: 'ep_off', events: ALL, enabled: false },
+          { account: 'unhooked', id: 'ep_theirs', events: ALL, enabled: true },
+        ]);
+        const changes: PlantChange[] = [
+          { ...create('hooked', plant(BIG, 'Fern', 'green'), 0), eventId: 'evt_create' },
+          { ...create('hooked', plant(BIG, 'Fern', 'green'), 1), eventId: 'evt_replay' },
+          { ...update('hooked', BIG, { name: 'Fern' }, 5n), eventId: 'evt_noop' },
+          { ...update('hooked', BIG, { tag: null }, 6n), eventId: 'evt_update' },
+          { ...update('hooked', 404n, { name: 'x' }, 7n), eventId: 'evt_missing_update' },
+          { ...remove('hooked', 404n), eventId: 'evt_missing_delete' },
+          { ...remove('hooked', BIG), precondition: () => false, eventId: 'evt_refused' },
+          { ...remove('hooked', BIG), eventId: 'evt_delete' },
+        ];
+        const outcomes = await storage().applyChanges(changes);
+        assert.deepEqual(
+          outcomes.map((o) => o.status),
+          ['applied', 'unchanged', 'unchanged', 'applied', 'missing', 'missing', 'precondition-failed', 'applied'],
+        );
+        const created = '{"id":9007199254740993,"name":"Fern","tag":"green"}';
+        const untagged = '{"id":9007199254740993,"name":"Fern"}';
+        assert.deepEqual(await deliveries('hooked'), [
+          { endpoint: 'ep_all', event: 'evt_create', type: 'plant.created', payload: created, state: 'pending' },
+          { endpoint: 'ep_all', event: 'evt_delete', type: 'plant.deleted', payload: untagged, state: 'pending' },
+          { endpoint: 'ep_all', event: 'evt_update', type: 'plant.updated', payload: untagged, state: 'pending' },
+          { endpoint: 'ep_created', event: 'evt_create', type: 'plant.created', payload: created, state: 'pending' },
+        ]);
+        assert.deepEqual(await deliveries('unhooked'), [], "another account's endpoint hears nothing");
+      });
+
+      it('queues nothing when the batch fails', async () => {
+        await assert.rejects(
+          storage().applyChanges([
+            { ...create('hooked', plant(1n, 'rolled back'), 0), eventId: 'evt_rolled_back' },
+            {
+              ...remove('hooked', 1n),
+              precondition: () => {
+                throw new Error('boom');
+              },
+            },
+          ]),
+        );
+        assert.ok((await deliveries('hooked')).every((d) => d.event !== 'evt_rolled_back'));
+        assert.equal(await storage().getPlant('hooked', 1n), null);
+      });
+
+      it('queues the events of a batch of creates alone (the fast path) too', async () => {
+        await storage().applyChanges([
+          { ...create('hooked', plant(2n, 'two'), 0), eventId: 'evt_two' },
+          { ...create('hooked', plant(2n, 'two'), 1), eventId: 'evt_two_replay' },
+          { ...create('hooked', plant(3n, 'three'), 2), eventId: 'evt_three' },
+        ]);
+        const events = (await deliveries('hooked')).filter((d) => /two|three/.test(d.event));
+        assert.deepEqual(
+          events.map((d) => `${d.endpoint} ${d.event}`),
+          ['ep_all evt_three', 'ep_all evt_two', 'ep_created evt_three', 'ep_created evt_two'],
+        );
       });
     });
   });
