@@ -13,7 +13,7 @@ import {
   refuseExpectation,
   requireHostHeader,
 } from './http/client-errors.js';
-import { parseJsonBody } from './http/json-body.js';
+import { parseJsonBody, refuseEncodedBody } from './http/json-body.js';
 import { openApi } from './http/openapi-document.js';
 import { rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
@@ -104,6 +104,7 @@ export async function buildApp({ config, storage, logStream }: AppDeps): Promise
   await app.register(observability);
   app.addHook('onRequest', requireHostHeader);
   notFoundOrWrongMethod(app);
+  app.addHook('preParsing', refuseEncodedBody);
   app.addHook('onResponse', noteEarlyAnswer);
   await app.register(openApi);
   await app.register(health, { storage });

@@ -27,6 +27,7 @@ const FRAMEWORK_MESSAGES: Record<string, string> = {
   FST_ERR_CTP_BODY_TOO_LARGE: `request body is larger than ${LIMITS.bodyBytes} bytes`,
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body',
   FST_ERR_BAD_URL: 'malformed URL',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Content-Type is not a valid media type',
   FST_ERR_ASYNC_CONSTRAINT: 'malformed request',
 };
 

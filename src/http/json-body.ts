@@ -18,18 +18,23 @@ export function isJsonContentType(header: string | undefined): boolean {
 }
 
 /**
- * preParsing hook of the routes that take a JSON body: the media type is checked before a byte of
- * the body is read, and so is its coding, since bodies are never decompressed.
+ * preParsing hook of every route: bodies are never decompressed, so a body sent with a coding other
+ * than identity is refused (once routing and authentication have spoken), whatever the operation.
  */
-export const requireJsonBody: preParsingHookHandler = (request, _reply, payload, done) => {
+export const refuseEncodedBody: preParsingHookHandler = (request, _reply, payload, done) => {
   const encoding = request.headers['content-encoding'];
-  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+  const hasBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length']) > 0;
+  if (hasBody && encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
     done(new HttpError(415, `Content-Encoding ${encoding} is not supported: send the body uncompressed`));
-  } else if (!isJsonContentType(request.headers['content-type'])) {
-    done(new HttpError(415, 'Content-Type must be application/json (or application/*+json)'));
   } else {
     done(null, payload);
   }
+};
+
+/** preParsing hook of the routes that take a JSON body: the media type is checked before a byte of it is read. */
+export const requireJsonBody: preParsingHookHandler = (request, _reply, payload, done) => {
+  if (isJsonContentType(request.headers['content-type'])) done(null, payload);
+  else done(new HttpError(415, 'Content-Type must be application/json (or application/*+json)'));
 };
 
 /**

@@ -90,10 +90,11 @@ function assertRoutingError(answer: Answer, method: string, status: number, cont
  * sent; those that take one read it (after authentication and routing, never before).
  */
 function allowedAnswer(method: string, body: Body): number {
+  // Bodies are never decompressed: an encoded one is refused by every operation.
+  if (body.headers['content-encoding'] !== undefined && body.bytes.length > 0) return 415;
   if (method === 'GET' || method === 'HEAD') return 200;
   // A Content-Type that is not a media type at all is refused even where the body would be ignored.
   if (method === 'DELETE') return body.headers['content-type']?.includes(',') ? 415 : 204;
-  if (body.headers['content-encoding'] !== undefined) return 415;
   if (body.headers['content-type'] !== 'application/json') return 415;
   if (body.bytes.length === 0 || body.what === 'malformed JSON') return 400;
   return 200; // a create of plant 1 again (a safe retry), or a PATCH that sets what it has
