@@ -102,7 +102,7 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   for (const schema of sharedSchemas) app.addSchema(schema);
   notFoundOrWrongMethod(app);
 
-  // Traces first, so every later hook and the handler run inside the request's span.
+  // Traces first: a request's span starts before any other hook runs.
   if (tracing) await app.register(tracing.requests);
 
   securityHeaders(app);

@@ -30,6 +30,8 @@ const ATTR_ACCOUNT = 'plant_store.account';
 
 export interface RequestSpan {
   span: Span;
+  /** The caller's context from `traceparent` (or none). */
+  parent: Context;
   /** What went wrong, when the answer is an error: recorded on the span if it is a 5xx. */
   error?: Error;
   ended?: boolean;
@@ -72,19 +74,20 @@ function end(entry: RequestSpan | undefined, request: FastifyRequest, status: nu
 
 /**
  * A server span per request, the child of the incoming `traceparent` (W3C trace context), named by
- * method and route template, with status, route and account. Everything the request does runs in
- * the span's context, so storage spans are its children: the hook chain runs inside
- * `context.with`, and the request stream is bound to the context so that the body parser's
- * callbacks (run from socket events, outside any request's context) keep it too.
+ * method and route template, with status, route and account. It starts as the request arrives;
+ * the handler runs inside its context (entered in the first preHandler hook, after the body is
+ * parsed: the parser's callbacks come from socket events, outside any request's context), so the
+ * storage spans of the handler are its children.
  */
 export function addRequestSpans(app: FastifyInstance, tracer: Tracer, requests: WeakMap<object, RequestSpan>) {
   app.addHook('onRequest', (request, _reply, done) => {
     const parent = propagation.extract(ROOT_CONTEXT, request.headers);
-    const span = startSpan(tracer, request, parent);
-    requests.set(request, { span });
-    const active = trace.setSpan(parent, span);
-    context.bind(active, request.raw);
-    context.with(active, done);
+    requests.set(request, { span: startSpan(tracer, request, parent), parent });
+    done();
+  });
+  app.addHook('preHandler', (request, _reply, done) => {
+    const { span, parent } = requests.get(request)!; // set by the onRequest hook above
+    context.with(trace.setSpan(parent, span), done);
   });
   app.addHook('onError', (request, _reply, error, done) => {
     const entry = requests.get(request);
