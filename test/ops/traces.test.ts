@@ -77,8 +77,8 @@ class OtlpReceiver {
     return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 
-  async start() {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+  async start(port = 0) {
+    await new Promise<void>((resolve) => this.server.listen(port, '127.0.0.1', resolve));
     return this;
   }
 
@@ -130,13 +130,13 @@ async function requestLine(server: RunningServer, matches: (line: Record<string,
   assert.fail('no such request line');
 }
 
-/** A port where nothing listens: a JWKS URL that cannot be reached, so JWTs get 503. */
-async function deadUrl(): Promise<string> {
+/** A port where nothing listens (a JWKS URL or a receiver that cannot be reached). */
+async function freePort(): Promise<number> {
   const server = createServer().listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
   await new Promise((resolve) => server.close(resolve));
-  return `http://127.0.0.1:${port}/jwks.json`;
+  return port;
 }
 
 /** A GET on a connection of its own (the cluster hands new connections to the workers in turn). */
@@ -163,7 +163,8 @@ function tracesOn(engine: Engine) {
     before(async () => {
       receiver = await new OtlpReceiver().start();
       store = await engine.fresh();
-      const jwt = ['--jwt-jwks-url', await deadUrl(), '--jwt-audience', 'plant-store'];
+      // JWTs checked against a JWKS URL where nothing answers: a 5xx on demand.
+      const jwt = ['--jwt-jwks-url', `http://127.0.0.1:${await freePort()}/jwks.json`, '--jwt-audience', 'plant-store'];
       server = await startServer({ database: store.url, args: jwt, env: tracedEnv(receiver) });
       token = server.firstToken!;
     });
@@ -279,6 +280,53 @@ describe('traces with --workers 2: each worker exports its own spans', () => {
     }
     assert.equal(pids.size, 2);
     assert.ok(receiver.spans.every((s) => s.resource['service.name'] === 'plants-eu'));
+  });
+});
+
+describe('traces: a receiver that is down', () => {
+  it('is reported once when exports fail and once when they work again, requests served meanwhile', async () => {
+    const port = await freePort();
+    const store = await sqlite.fresh();
+    const receiver = new OtlpReceiver();
+    const env = {
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
+    };
+    const server = await startServer({ database: store.url, env });
+    const waitForLine = async (text: string) => {
+      for (let i = 0; i < 400 && !server.output().includes(text); i++) {
+        assert.equal((await call(`${server.url}/healthz`)).status, 200);
+        await sleep(50);
+      }
+      return server.output().split(text).length - 1;
+    };
+    try {
+      assert.equal(await waitForLine('traces: export failed'), 1);
+      await receiver.start(port);
+      assert.equal(await waitForLine('traces: export works again'), 1);
+      await receiver.find((s) => s.name === 'GET /healthz');
+      assert.equal(server.output().split('traces: export failed').length - 1, 1);
+    } finally {
+      await server.stop();
+      await store.drop();
+      await receiver.stop();
+    }
+  });
+
+  it('does not hold a stop: the last spans are given up after 3 s, exit 0', async () => {
+    const store = await sqlite.fresh();
+    try {
+      const env = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await freePort()}` };
+      const server = await startServer({ database: store.url, env });
+      assert.equal((await call(`${server.url}/healthz`)).status, 200);
+      const stopping = Date.now();
+      assert.equal(await server.stop(), 0);
+      assert.ok(Date.now() - stopping < 9_000, `stopped in ${Date.now() - stopping} ms`);
+      assert.match(server.output(), /traces: the last spans were not exported within 3000 ms/);
+    } finally {
+      await store.drop();
+    }
   });
 });
 
