@@ -21,6 +21,7 @@ import { notFoundOrWrongMethod } from './http/routing.js';
 import { exactValidatorCompiler } from './http/validation.js';
 import { health } from './ops/health.js';
 import { observability, requestId } from './ops/observability.js';
+import type { Tracing } from './ops/tracing.js';
 import { plantRoutes } from './plants/routes.js';
 import { PlantService } from './plants/service.js';
 import { LIMITS, sharedSchemas } from './schemas.js';
@@ -31,6 +32,8 @@ export interface AppDeps {
   storage: Storage;
   /** Where log lines go; standard output when absent. Tests pass a capture stream. */
   logStream?: Writable;
+  /** Present only when traces are on (ops/tracing.ts); absent, no tracing hook is added. */
+  tracing?: Tracing;
 }
 
 /**
@@ -76,7 +79,7 @@ export function serverOptions(config: Config, logStream?: Writable): FastifyServ
   };
 }
 
-export async function buildApp({ config, storage, logStream }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp({ config, storage, logStream, tracing }: AppDeps): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, logStream));
   app.server.headersTimeout = 10_000;
   // Node checks the headers and request timeouts every 30 s by default, so a 10 s limit could
@@ -100,8 +103,11 @@ export async function buildApp({ config, storage, logStream }: AppDeps): Promise
   });
   for (const schema of sharedSchemas) app.addSchema(schema);
 
+  // Traces first: a request's span starts before any other hook runs.
+  if (tracing) await app.register(tracing.requests);
+
   securityHeaders(app);
-  await app.register(observability);
+  await app.register(observability, { traceIdOf: tracing?.traceIdOf });
   app.addHook('onRequest', requireHostHeader);
   notFoundOrWrongMethod(app);
   app.addHook('preParsing', refuseEncodedBody);

@@ -3,6 +3,7 @@ import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
 import { issueFirstToken } from './auth/api-tokens.js';
 import { BAD_SETTING_EXIT, type Config } from './config.js';
+import { startTracing, tracesWanted } from './ops/tracing.js';
 import { openStorage } from './storage/open.js';
 import type { Storage } from './storage/types.js';
 
@@ -30,12 +31,15 @@ async function prepareStore(config: Config): Promise<Storage> {
 
 /** One process serving HTTP until SIGTERM/SIGINT; in-flight requests finish, then exit 0. */
 async function serveHere(config: Config, store: Storage) {
-  const app = await buildApp({ config, storage: store });
+  // Each process (each worker) exports its own spans.
+  const tracing = await startTracing(config);
+  const app = await buildApp({ config, storage: store, tracing });
   closeWithGrace({ delay: config.shutdownTimeout, logger: app.log }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'stopping after an unexpected error');
     else app.log.info({ signal }, 'stopping: finishing in-flight requests');
     await app.close();
     await store.close();
+    await tracing?.shutdown();
   });
   await app.listen({ port: config.port, host: config.host });
 }
@@ -68,6 +72,8 @@ async function supervise(config: Config) {
 }
 
 export async function serve(config: Config) {
+  // A bad OTEL_* setting stops here (exit 2), before the store is touched or a worker starts.
+  tracesWanted();
   if (config.workers === 1) return serveHere(config, await prepareStore(config));
   if (cluster.isPrimary) return supervise(config);
   return serveHere(config, await openConfiguredStorage(config));

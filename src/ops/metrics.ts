@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import { Histogram, type HistogramSeries } from './histogram.js';
+import { storageSpan } from './tracing.js';
 
 /** Every metric the service exposes on /metrics, defined once per process. */
 export const registry = new Registry();
@@ -60,11 +61,11 @@ export const authFailures = new Counter({
   registers: [registry],
 });
 
-/** Times a storage call into its series of `storageDuration`. */
+/** Times a storage call into its series of `storageDuration`; with traces on, also a span named by the operation. */
 export async function timed<T>(operation: HistogramSeries, work: () => Promise<T>): Promise<T> {
   const started = performance.now();
   try {
-    return await work();
+    return await storageSpan(operation.labels.operation!, work);
   } finally {
     operation.observe((performance.now() - started) / 1000);
   }

@@ -24,8 +24,13 @@ function routeLabel(request: FastifyRequest): string {
   return request.routeOptions.url ?? 'unmatched';
 }
 
+export interface ObservabilityOptions {
+  /** With traces on: the trace id of a request, added to its log line. */
+  traceIdOf?: (request: FastifyRequest) => string | undefined;
+}
+
 /** One JSON log line and the HTTP metrics for every request; the request id echoed back. */
-async function observabilityPlugin(app: FastifyInstance) {
+async function observabilityPlugin(app: FastifyInstance, { traceIdOf }: ObservabilityOptions) {
   // Callback-style hooks: an async hook costs a promise and a microtask on every request.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
@@ -43,6 +48,8 @@ async function observabilityPlugin(app: FastifyInstance) {
         status: reply.statusCode,
         account: request.caller?.account,
         durationMs: Math.round(elapsedMs * 100) / 100,
+        // undefined (so no field: pino leaves it out) when traces are off.
+        traceId: traceIdOf?.(request),
       },
       'request',
     );
