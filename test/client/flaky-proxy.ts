@@ -21,23 +21,25 @@ export interface FlakyProxy {
   seen: SeenRequest[];
   /** Faults for the next requests, in order, before `plan` is asked. */
   script: Fault[];
+  /** Chooses the fault of each request once `script` is empty (at first, always 'pass'). */
+  plan: Plan;
   close(): Promise<void>;
 }
 
 /** `plan` chooses a fault for each request: `nth` is how many identical requests came before. */
 export type Plan = (request: { method: string; path: string; body: string }, nth: number) => Fault;
 
-export async function startFlakyProxy(upstream: string, plan: Plan = () => 'pass'): Promise<FlakyProxy> {
+export async function startFlakyProxy(upstream: string): Promise<FlakyProxy> {
   const target = new URL(upstream);
   const timesSeen = new Map<string, number>();
   const seen: SeenRequest[] = [];
-  const script: Fault[] = [];
+  const proxy = { seen, script: [] as Fault[], plan: (() => 'pass') as Plan };
   const server = createServer(async (req, res) => {
     const body = await readAll(req);
     const key = `${req.method} ${req.url} ${body}`;
     const nth = timesSeen.get(key) ?? 0;
     timesSeen.set(key, nth + 1);
-    const fault = script.shift() ?? plan({ method: req.method!, path: req.url!, body }, nth);
+    const fault = proxy.script.shift() ?? proxy.plan({ method: req.method!, path: req.url!, body }, nth);
     seen.push({ method: req.method!, path: req.url!, fault: typeof fault === 'string' ? fault : String(fault.status) });
     if (fault === 'hang') return;
     if (fault === 'drop-before') return void req.socket.destroy();
@@ -60,16 +62,14 @@ export async function startFlakyProxy(upstream: string, plan: Plan = () => 'pass
     upstreamRequest.end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
+  return Object.assign(proxy, {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    seen,
-    script,
     close: () =>
-      new Promise((resolve) => {
+      new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       }),
-  };
+  });
 }
 
 async function readAll(stream: IncomingMessage): Promise<string> {
