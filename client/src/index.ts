@@ -59,8 +59,11 @@ export class PlantStore {
     return (await this.#http.send({ method: 'POST', path: '/plants', body }, options)).body as Plant;
   }
 
-  /** One page of plants in ascending id order, and where the next one is. */
-  async listPlants({ limit, cursor }: { limit: number; cursor?: string | null }, options?: RequestOptions) {
+  /**
+   * One page of plants in ascending id order, and where the next one is. Without `limit`, every
+   * plant in one answer: `plants()` pages instead.
+   */
+  async listPlants({ limit, cursor }: { limit?: number; cursor?: string | null } = {}, options?: RequestOptions) {
     const query = { limit, cursor: cursor ?? undefined };
     const reply = await this.#http.send({ method: 'GET', path: '/plants', query }, options);
     const next = nextLink(reply.headers);

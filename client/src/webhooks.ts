@@ -98,9 +98,11 @@ function toPlant(body: Uint8Array): WebhookEvent['plant'] {
 }
 
 function header(headers: WebhookHeaders, name: string): string | undefined {
-  if (headers instanceof Headers) return headers.get(name) ?? undefined;
-  const key = Object.keys(headers).find((k) => k.toLowerCase() === name);
-  const value = key === undefined ? undefined : headers[key];
+  // Duck-typed: a framework's own Headers class fails `instanceof` the global one.
+  if (typeof headers.get === 'function') return (headers as Headers).get(name) ?? undefined;
+  const record = headers as Record<string, string | string[] | undefined>;
+  const key = Object.keys(record).find((k) => k.toLowerCase() === name);
+  const value = key === undefined ? undefined : record[key];
   return Array.isArray(value) ? value[0] : value;
 }
 

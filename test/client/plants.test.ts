@@ -38,6 +38,7 @@ for (const engine of ENGINES) {
         await client.deletePlant(1n, { ifMatch: updated.etag });
         const page = await client.listPlants({ limit: 10 });
         assert.deepEqual(page, { plants: [{ name: 'Maidenhair fern' }], next: null, cursor: null });
+        assert.deepEqual(await client.listPlants(), page);
       });
 
       it('addPlant again with the same plant is a safe retry', async () => {

@@ -32,9 +32,12 @@ describe('verifyWebhook checks Standard Webhooks signatures and returns the type
     assert.ok(Math.abs(event.timestamp.getTime() - Date.now()) < 60_000);
   });
 
-  it('takes the body as bytes and the headers as a fetch Headers', async () => {
+  it("takes the body as bytes, and the headers as a fetch Headers or any framework's look-alike", async () => {
     const event = await verifyWebhook(new TextEncoder().encode(body), new Headers(delivery()), secret);
     assert.equal(event.plant.name, 'Monstera');
+    const headers = new Map(Object.entries(delivery()));
+    const lookAlike = { get: (name: string) => headers.get(name) ?? null } as unknown as Headers;
+    assert.equal((await verifyWebhook(body, lookAlike, secret)).plant.name, 'Monstera');
   });
 
   it('accepts any one of several signatures, and either of two secrets while rotating', async () => {
