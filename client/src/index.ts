@@ -1,0 +1,182 @@
+import { toBigInt, type Int64 } from './json.js';
+import { retryPolicy, type RetryPolicy } from './retry.js';
+import { nextLink, Transport, type RequestOptions } from './transport.js';
+import type {
+  NewPlant,
+  NewWebhook,
+  Plant,
+  PlantPage,
+  PlantPatch,
+  PlantWithTag,
+  Recovery,
+  RotatedSecret,
+  Webhook,
+  WebhookDeliveries,
+  WebhookId,
+  WebhookPatch,
+  WebhookWithSecret,
+} from './types.js';
+
+export { PlantStoreError, WebhookVerificationError } from './errors.js';
+export { parseJson, stringifyJson, type Int64 } from './json.js';
+export type { RetryPolicy } from './retry.js';
+export type { RequestOptions } from './transport.js';
+export type * from './types.js';
+export { verifyWebhook, type VerifyOptions, type WebhookEvent, type WebhookHeaders } from './webhooks.js';
+export type { components, operations, paths } from './schema.js';
+
+export interface PlantStoreOptions {
+  /** Where the API is, e.g. `http://127.0.0.1:8080`. */
+  baseUrl: string;
+  /** An API token or a JWT, sent as `Authorization: Bearer`. */
+  token: string;
+  /** A fetch to use instead of the global one. */
+  fetch?: typeof fetch;
+  /** The longest one attempt may take, answer body included (default 30 s). */
+  timeoutMs?: number;
+  /** Retries of requests safe to repeat (default 3), or the whole policy. */
+  retries?: number | Partial<RetryPolicy>;
+}
+
+/** A method per operation of the served document, named by its `operationId`. */
+export class PlantStore {
+  readonly #http: Transport;
+
+  constructor({ baseUrl, token, fetch: fetchImpl, timeoutMs = 30_000, retries }: PlantStoreOptions) {
+    this.#http = new Transport({
+      baseUrl,
+      token,
+      // Bound, since a detached `window.fetch` throws "Illegal invocation" in browsers.
+      fetch: fetchImpl ?? globalThis.fetch.bind(globalThis),
+      timeoutMs,
+      retry: retryPolicy(retries),
+    });
+  }
+
+  /** Creates a plant; sending the same plant again is a safe retry, so failures are retried. */
+  async addPlant(plant: NewPlant, options?: RequestOptions): Promise<Plant> {
+    const body = { ...plant, id: toBigInt(plant.id) };
+    return (await this.#http.send({ method: 'POST', path: '/plants', body }, options)).body as Plant;
+  }
+
+  /**
+   * One page of plants in ascending id order, and where the next one is. Without `limit`, every
+   * plant in one answer: `plants()` pages instead.
+   */
+  async listPlants({ limit, cursor }: { limit?: number; cursor?: string | null } = {}, options?: RequestOptions) {
+    const query = { limit, cursor: cursor ?? undefined };
+    const reply = await this.#http.send({ method: 'GET', path: '/plants', query }, options);
+    const next = nextLink(reply.headers);
+    const page: PlantPage = { plants: reply.body as Plant[], next, cursor: null };
+    if (next !== null) page.cursor = new URL(next, 'http://x').searchParams.get('cursor');
+    return page;
+  }
+
+  /**
+   * Every plant of the account, page by page, following `Link: rel="next"`. Only the link's
+   * cursor is used, with this client's `baseUrl`: the token never goes to a host named by a header.
+   */
+  async *plants({ pageSize = 100 }: { pageSize?: number } = {}, options?: RequestOptions): AsyncGenerator<Plant> {
+    let cursor: string | null = null;
+    do {
+      const page: PlantPage = await this.listPlants({ limit: pageSize, cursor }, options);
+      yield* page.plants;
+      if (page.next !== null && page.cursor === null) throw new Error(`a next link without a cursor: ${page.next}`);
+      cursor = page.cursor;
+    } while (cursor !== null);
+  }
+
+  async getPlant(id: Int64, options?: RequestOptions): Promise<PlantWithTag> {
+    const reply = await this.#http.send({ method: 'GET', path: plantPath(id) }, options);
+    return { plant: reply.body as Plant, etag: reply.headers.get('etag')! };
+  }
+
+  /** A JSON merge patch. With `ifMatch`, only that version is changed (else 412), and failures are retried. */
+  async updatePlant(
+    id: Int64,
+    patch: PlantPatch,
+    { ifMatch, ...options }: RequestOptions & { ifMatch?: string } = {},
+  ): Promise<PlantWithTag> {
+    const body = patch.id === undefined ? patch : { ...patch, id: toBigInt(patch.id) };
+    const reply = await this.#http.send(
+      {
+        method: 'PATCH',
+        path: plantPath(id),
+        body,
+        contentType: 'application/merge-patch+json',
+        headers: { 'if-match': ifMatch },
+      },
+      options,
+    );
+    return { plant: reply.body as Plant, etag: reply.headers.get('etag')! };
+  }
+
+  /**
+   * Deletes a plant (with `ifMatch`, only that version). A retry that finds the plant gone after
+   * an attempt whose answer was lost counts as done: that attempt deleted it.
+   */
+  async deletePlant(id: Int64, { ifMatch, ...options }: RequestOptions & { ifMatch?: string } = {}): Promise<void> {
+    const call = { method: 'DELETE', path: plantPath(id), headers: { 'if-match': ifMatch } } as const;
+    await this.#http.send({ ...call, doneIfRetriedAndAnswered: 404 }, options);
+  }
+
+  /** Registers an endpoint. Not retried: a second attempt would register a second endpoint. */
+  async createWebhook(webhook: NewWebhook, options?: RequestOptions): Promise<WebhookWithSecret> {
+    return (await this.#http.send({ method: 'POST', path: '/webhooks', body: webhook }, options))
+      .body as WebhookWithSecret;
+  }
+
+  async listWebhooks(options?: RequestOptions): Promise<Webhook[]> {
+    return (await this.#http.send({ method: 'GET', path: '/webhooks' }, options)).body as Webhook[];
+  }
+
+  async getWebhook(id: WebhookId, options?: RequestOptions): Promise<Webhook> {
+    return (await this.#http.send({ method: 'GET', path: webhookPath(id) }, options)).body as Webhook;
+  }
+
+  async updateWebhook(id: WebhookId, patch: WebhookPatch, options?: RequestOptions): Promise<Webhook> {
+    return (await this.#http.send({ method: 'PATCH', path: webhookPath(id), body: patch }, options)).body as Webhook;
+  }
+
+  async deleteWebhook(id: WebhookId, options?: RequestOptions): Promise<void> {
+    await this.#http.send({ method: 'DELETE', path: webhookPath(id), doneIfRetriedAndAnswered: 404 }, options);
+  }
+
+  /** A new secret, shown once; the old one keeps signing for 24 hours. Not retried. */
+  async rotateWebhookSecret(id: WebhookId, options?: RequestOptions): Promise<RotatedSecret> {
+    const reply = await this.#http.send({ method: 'POST', path: `${webhookPath(id)}/rotate-secret` }, options);
+    return reply.body as RotatedSecret;
+  }
+
+  /** The endpoint's deliveries, newest first. */
+  async listWebhookDeliveries(
+    id: WebhookId,
+    { limit, ...options }: RequestOptions & { limit?: number } = {},
+  ): Promise<WebhookDeliveries> {
+    const call = { method: 'GET', path: `${webhookPath(id)}/deliveries`, query: { limit } } as const;
+    return (await this.#http.send(call, options)).body as WebhookDeliveries;
+  }
+
+  /** Queues the endpoint's failed events of a window again. Not retried. */
+  async recoverWebhookDeliveries(
+    id: WebhookId,
+    window: { since: string | Date; until?: string | Date },
+    options?: RequestOptions,
+  ): Promise<Recovery> {
+    const body = { since: rfc3339(window.since), until: window.until && rfc3339(window.until) };
+    return (await this.#http.send({ method: 'POST', path: `${webhookPath(id)}/recover`, body }, options))
+      .body as Recovery;
+  }
+}
+
+function plantPath(id: Int64): string {
+  return `/plants/${toBigInt(id)}`;
+}
+
+function webhookPath(id: WebhookId): string {
+  return `/webhooks/${encodeURIComponent(String(id))}`;
+}
+
+function rfc3339(time: string | Date): string {
+  return typeof time === 'string' ? time : time.toISOString();
+}

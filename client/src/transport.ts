@@ -1,0 +1,126 @@
+import { PlantStoreError } from './errors.js';
+import { parseJson, stringifyJson } from './json.js';
+import { backoffMs, isRetryableStatus, isSafeToRepeat, parseRetryAfter, sleep, type RetryPolicy } from './retry.js';
+
+/** What every method takes last. */
+export interface RequestOptions {
+  /** Aborts the call, retries and waits included; an aborted call is never retried. */
+  signal?: AbortSignal;
+  /** Overrides the client's `timeoutMs` for each attempt of this call. */
+  timeoutMs?: number;
+}
+
+export interface Call {
+  method: 'GET' | 'HEAD' | 'POST' | 'PATCH' | 'DELETE';
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+  contentType?: string;
+  headers?: Record<string, string | undefined>;
+  /**
+   * A status that, after an earlier attempt whose outcome is unknown (no answer, or a 503),
+   * means that attempt took effect: a DELETE retried after its answer was lost finds nothing.
+   */
+  doneIfRetriedAndAnswered?: number;
+}
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  body: unknown;
+}
+
+export interface TransportOptions {
+  baseUrl: string;
+  token: string;
+  fetch: typeof fetch;
+  timeoutMs: number;
+  retry: RetryPolicy;
+}
+
+/** Sends calls: auth, lossless JSON, a timeout per attempt, retries of what is safe to repeat. */
+export class Transport {
+  readonly #base: string;
+
+  constructor(private readonly options: TransportOptions) {
+    this.#base = new URL(options.baseUrl).href.replace(/\/+$/, '');
+  }
+
+  async send(call: Call, { signal, timeoutMs = this.options.timeoutMs }: RequestOptions = {}): Promise<Reply> {
+    const url = new URL(this.#base + call.path);
+    for (const [name, value] of Object.entries(call.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(name, String(value));
+    }
+    const headers = new Headers({ authorization: `Bearer ${this.options.token}`, accept: 'application/json' });
+    for (const [name, value] of Object.entries(call.headers ?? {})) if (value !== undefined) headers.set(name, value);
+    let body: string | undefined;
+    if (call.body !== undefined) {
+      headers.set('content-type', call.contentType ?? 'application/json');
+      body = stringifyJson(call.body);
+    }
+    const { retry } = this.options;
+    const repeatable = isSafeToRepeat(call.method, call.path, headers);
+    let uncertain = false;
+    for (let attempt = 1; ; attempt++) {
+      const last = !repeatable || attempt > retry.retries;
+      let answer: { status: number; headers: Headers; text: string };
+      try {
+        answer = await this.#attempt(url, { method: call.method, headers, body }, signal, timeoutMs);
+      } catch (error) {
+        if (signal?.aborted || last) throw signal?.aborted ? signal.reason : error;
+        uncertain = true;
+        await sleep(backoffMs(retry, attempt - 1), signal);
+        continue;
+      }
+      const { status } = answer;
+      if ((status >= 200 && status < 300) || status === 304 || (uncertain && status === call.doneIfRetriedAndAnswered))
+        return { status, headers: answer.headers, body: answer.text === '' ? undefined : parseJson(answer.text) };
+      const error = toError(answer, attempt);
+      const waitMs = error.retryAfter !== undefined ? error.retryAfter * 1000 : backoffMs(retry, attempt - 1);
+      if (last || !isRetryableStatus(status) || waitMs > retry.maxDelayMs) throw error;
+      uncertain ||= status === 503;
+      await sleep(waitMs, signal);
+    }
+  }
+
+  /** One request and its whole body, within `timeoutMs`: a body cut short is a failed attempt too. */
+  async #attempt(url: URL, init: RequestInit, signal: AbortSignal | undefined, timeoutMs: number) {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const response = await this.options.fetch(url, {
+      ...init,
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    });
+    return { status: response.status, headers: response.headers, text: await response.text() };
+  }
+}
+
+/** The server's `Error` body when there is one; otherwise (a proxy's page, say) the status alone. */
+function toError(answer: { status: number; headers: Headers; text: string }, attempts: number): PlantStoreError {
+  let body: unknown;
+  try {
+    body = parseJson(answer.text);
+  } catch {
+    body = undefined;
+  }
+  const retryAfter = parseRetryAfter(answer.headers.get('retry-after'));
+  const { error, message } = (body ?? {}) as { error?: unknown; message?: unknown };
+  if (typeof error === 'number' && typeof message === 'string')
+    return new PlantStoreError(answer.status, error, message, retryAfter, attempts);
+  const detail = answer.text.trim().slice(0, 200);
+  return new PlantStoreError(
+    answer.status,
+    answer.status,
+    `HTTP ${answer.status}${detail ? `: ${detail}` : ''}`,
+    retryAfter,
+    attempts,
+  );
+}
+
+/** The URL of a `Link: <...>; rel="next"` header, or null. */
+export function nextLink(headers: Headers): string | null {
+  for (const part of (headers.get('link') ?? '').split(/,(?=\s*<)/)) {
+    const match = /^\s*<([^>]*)>(.*)$/.exec(part);
+    if (match && /;\s*rel="?(?:[^"]*\s)?next(?:\s[^"]*)?"?\s*(?:;|$)/i.test(match[2]!)) return match[1]!;
+  }
+  return null;
+}
