@@ -13,29 +13,11 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The process is alive */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description OK */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              status: string;
-            };
-          };
-        };
-      };
-    };
+    /**
+     * The process is alive
+     * @description Answers 200 as long as the process runs, whatever the state of the store: for liveness probes.
+     */
+    get: operations['checkLiveness'];
     put?: never;
     post?: never;
     delete?: never;
@@ -51,47 +33,11 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Storage answers; 503 while stopping */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description OK */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              status: string;
-            };
-          };
-        };
-        /** @description Temporarily unavailable (stopping, or the identity provider cannot be reached); Retry-After says when to retry. */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['Error'];
-          };
-        };
-        /** @description Any other error, with the same Error body: 404 (no such path), 405 (method not allowed; see Allow), 408 (request too slow), 417 (unsupported Expect), 431 (headers too large). */
-        default: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['Error'];
-          };
-        };
-      };
-    };
+    /**
+     * Storage answers; 503 while stopping
+     * @description Answers 200 when the store answers, and 503 with Retry-After while the server is stopping or the store cannot be reached: for readiness probes and load balancers.
+     */
+    get: operations['checkReadiness'];
     put?: never;
     post?: never;
     delete?: never;
@@ -107,25 +53,11 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Prometheus metrics (text format) */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-      };
-    };
+    /**
+     * Prometheus metrics (text format)
+     * @description Request counts and durations by route and status, plants created, storage commits and timings, authentication failures, and the process metrics, in the Prometheus text exposition format.
+     */
+    get: operations['getMetrics'];
     put?: never;
     post?: never;
     delete?: never;
@@ -190,13 +122,26 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
+    /**
+     * @example {
+     *       "name": "Monstera deliciosa",
+     *       "tag": "aroid"
+     *     }
+     */
     Plant: {
       /** @description The name of the plant */
       name: string;
       /** @description Tag that specifies the type of the plant; omitted when the plant has none */
       tag?: string;
     };
-    /** @description Extra properties are accepted and ignored. */
+    /**
+     * @description Extra properties are accepted and ignored.
+     * @example {
+     *       "id": 1,
+     *       "name": "Monstera deliciosa",
+     *       "tag": "aroid"
+     *     }
+     */
     NewPlant: {
       /**
        * Format: int64
@@ -210,7 +155,12 @@ export interface components {
     } & {
       [key: string]: unknown;
     };
-    /** @description A JSON merge patch (RFC 7396) of the plant: absent fields stay as they are. Other properties are ignored; an empty object changes nothing. */
+    /**
+     * @description A JSON merge patch (RFC 7396) of the plant: absent fields stay as they are. Other properties are ignored; an empty object changes nothing.
+     * @example {
+     *       "tag": null
+     *     }
+     */
     PlantPatch: {
       /** @description New name: same rules as on create; it cannot be removed */
       name?: string;
@@ -224,6 +174,12 @@ export interface components {
     } & {
       [key: string]: unknown;
     };
+    /**
+     * @example {
+     *       "error": 400,
+     *       "message": "name must be a string"
+     *     }
+     */
     Error: {
       /**
        * Format: int32
@@ -235,48 +191,63 @@ export interface components {
     };
   };
   responses: {
-    /** @description Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), id outside int64, name empty or over 256 characters, tag over 256 characters, U+0000 in name or tag, a bad limit or cursor. The message names the offending field. */
+    /** @description Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), a value outside the limits its schema states (id outside int64, name empty or over 256 characters, tag over 256 characters, U+0000 in a text), or a bad query parameter. The message names the offending field. */
     Error400: {
       headers: {
         [name: string]: unknown;
       };
       content: {
+        /**
+         * @example {
+         *       "error": 400,
+         *       "message": "name must be a string"
+         *     }
+         */
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description Missing, malformed, unknown, revoked or expired token, or a JWT that fails verification. WWW-Authenticate: Bearer realm="plant-store". */
+    /** @description Missing, malformed, unknown, revoked or expired token, or a JWT that fails verification. WWW-Authenticate: Bearer realm="plant-store" (with error="invalid_token" when a token was sent). */
     Error401: {
       headers: {
         [name: string]: unknown;
       };
       content: {
+        /**
+         * @example {
+         *       "error": 401,
+         *       "message": "missing Authorization header; send \"Authorization: Bearer <token>\""
+         *     }
+         */
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description The token lacks the scope this operation needs (plants:read or plants:write); WWW-Authenticate carries error="insufficient_scope". */
+    /** @description The token lacks the scope this operation needs (plants:read, plants:write or webhooks:manage); WWW-Authenticate carries error="insufficient_scope". */
     Error403: {
       headers: {
         [name: string]: unknown;
       };
       content: {
+        /**
+         * @example {
+         *       "error": 403,
+         *       "message": "this token lacks the plants:write scope"
+         *     }
+         */
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description No such path, or no plant with this id in the caller's account. */
+    /** @description Not found: nothing with this id in the caller's account (another account's is never visible). */
     Error404: {
       headers: {
         [name: string]: unknown;
       };
       content: {
-        'application/json': components['schemas']['Error'];
-      };
-    };
-    /** @description The path exists but not with this method; the Allow header lists the methods it has. */
-    Error405: {
-      headers: {
-        [name: string]: unknown;
-      };
-      content: {
+        /**
+         * @example {
+         *       "error": 404,
+         *       "message": "no such path: /plantz"
+         *     }
+         */
         'application/json': components['schemas']['Error'];
       };
     };
@@ -286,24 +257,42 @@ export interface components {
         [name: string]: unknown;
       };
       content: {
+        /**
+         * @example {
+         *       "error": 408,
+         *       "message": "request took too long to arrive"
+         *     }
+         */
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description The account already has a plant with this id and a different name or tag. */
+    /** @description Conflict with what is stored: for a create, the account already has a plant with this id and a different name or tag. */
     Error409: {
       headers: {
         [name: string]: unknown;
       };
       content: {
+        /**
+         * @example {
+         *       "error": 409,
+         *       "message": "a different plant with id 1 already exists"
+         *     }
+         */
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description If-Match does not match the plant's current ETag: nothing was changed. */
+    /** @description If-Match names another version than the current ETag: someone changed it first, and nothing changed. */
     Error412: {
       headers: {
         [name: string]: unknown;
       };
       content: {
+        /**
+         * @example {
+         *       "error": 412,
+         *       "message": "the plant has changed: If-Match does not match its current ETag; read it again"
+         *     }
+         */
         'application/json': components['schemas']['Error'];
       };
     };
@@ -313,24 +302,27 @@ export interface components {
         [name: string]: unknown;
       };
       content: {
+        /**
+         * @example {
+         *       "error": 413,
+         *       "message": "request body is larger than 16384 bytes"
+         *     }
+         */
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description Content-Type is missing or is not application/json (any charset) or application/*+json. */
+    /** @description Content-Type is missing or is not application/json (any charset) or application/*+json, or the body has a Content-Encoding other than identity. */
     Error415: {
       headers: {
         [name: string]: unknown;
       };
       content: {
-        'application/json': components['schemas']['Error'];
-      };
-    };
-    /** @description An Expect header other than 100-continue. */
-    Error417: {
-      headers: {
-        [name: string]: unknown;
-      };
-      content: {
+        /**
+         * @example {
+         *       "error": 415,
+         *       "message": "Content-Type must be application/json (or application/*+json)"
+         *     }
+         */
         'application/json': components['schemas']['Error'];
       };
     };
@@ -340,6 +332,12 @@ export interface components {
         [name: string]: unknown;
       };
       content: {
+        /**
+         * @example {
+         *       "error": 429,
+         *       "message": "too many requests for this account: the limit is 100 per second; retry after 1 second"
+         *     }
+         */
         'application/json': components['schemas']['Error'];
       };
     };
@@ -349,6 +347,12 @@ export interface components {
         [name: string]: unknown;
       };
       content: {
+        /**
+         * @example {
+         *       "error": 431,
+         *       "message": "request headers are too large"
+         *     }
+         */
         'application/json': components['schemas']['Error'];
       };
     };
@@ -358,15 +362,42 @@ export interface components {
         [name: string]: unknown;
       };
       content: {
+        /**
+         * @example {
+         *       "error": 500,
+         *       "message": "internal server error"
+         *     }
+         */
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description Temporarily unavailable (stopping, or the identity provider cannot be reached); Retry-After says when to retry. */
+    /** @description Temporarily unavailable (stopping, the store or the identity provider cannot be reached); Retry-After says when to retry. */
     Error503: {
       headers: {
         [name: string]: unknown;
       };
       content: {
+        /**
+         * @example {
+         *       "error": 503,
+         *       "message": "the store is unavailable right now; retry shortly"
+         *     }
+         */
+        'application/json': components['schemas']['Error'];
+      };
+    };
+    /** @description Any other error, with the same Error body: 404 (no such path), 405 (method not allowed; see Allow), 408 (request too slow), 417 (unsupported Expect), 431 (headers too large). */
+    OtherErrors: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        /**
+         * @example {
+         *       "error": 405,
+         *       "message": "DELETE is not allowed on /plants; use GET, HEAD, POST"
+         *     }
+         */
         'application/json': components['schemas']['Error'];
       };
     };
@@ -378,10 +409,102 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+  checkLiveness: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "status": "ok"
+           *     }
+           */
+          'application/json': {
+            status: string;
+          };
+        };
+      };
+      408: components['responses']['Error408'];
+      431: components['responses']['Error431'];
+      default: components['responses']['OtherErrors'];
+    };
+  };
+  checkReadiness: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "status": "ready"
+           *     }
+           */
+          'application/json': {
+            status: string;
+          };
+        };
+      };
+      408: components['responses']['Error408'];
+      431: components['responses']['Error431'];
+      503: components['responses']['Error503'];
+      default: components['responses']['OtherErrors'];
+    };
+  };
+  getMetrics: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The metrics */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example # HELP plant_store_plants_created_total Plants newly stored (idempotent replays not counted)
+           *     # TYPE plant_store_plants_created_total counter
+           *     plant_store_plants_created_total 42
+           */
+          'text/plain': string;
+        };
+      };
+      408: components['responses']['Error408'];
+      431: components['responses']['Error431'];
+      default: components['responses']['OtherErrors'];
+    };
+  };
   listPlants: {
     parameters: {
       query?: {
-        /** @description Maximum number of plants to return. Without it, every plant of the account is returned (streamed). When more plants remain, the response carries a Link header with rel="next". */
+        /**
+         * @description Maximum number of plants to return. Without it, every plant of the account is returned (streamed). When more plants remain, the response carries a Link header with rel="next".
+         * @example 10
+         */
         limit?: number;
         /** @description Opaque position from a rel="next" Link header; do not build it yourself. */
         cursor?: string;
@@ -400,72 +523,27 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example [
+           *       {
+           *         "name": "Monstera deliciosa",
+           *         "tag": "aroid"
+           *       },
+           *       {
+           *         "name": "Sansevieria"
+           *       }
+           *     ]
+           */
           'application/json': components['schemas']['Plant'][];
         };
       };
-      /** @description Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), id outside int64, name empty or over 256 characters, tag over 256 characters, U+0000 in name or tag, a bad limit or cursor. The message names the offending field. */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Missing, malformed, unknown, revoked or expired token, or a JWT that fails verification. WWW-Authenticate: Bearer realm="plant-store". */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description The token lacks the scope this operation needs (plants:read or plants:write); WWW-Authenticate carries error="insufficient_scope". */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Too many requests for this account; Retry-After says when to try again. */
-      429: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Unexpected server error; the message carries no internals. */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Temporarily unavailable (stopping, or the identity provider cannot be reached); Retry-After says when to retry. */
-      503: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Any other error, with the same Error body: 404 (no such path), 405 (method not allowed; see Allow), 408 (request too slow), 417 (unsupported Expect), 431 (headers too large). */
-      default: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+      default: components['responses']['OtherErrors'];
     };
   };
   addPlant: {
@@ -475,22 +553,16 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
-    /** @description Extra properties are accepted and ignored. */
     requestBody: {
       content: {
-        'application/json': {
-          /**
-           * Format: int64
-           * @description Identification number of the plant, unique within the account; exact over the whole signed 64-bit range. Re-sending an id with the same name and tag returns the stored plant; with a different name or tag, 409.
-           */
-          id: number;
-          /** @description The name of the plant: 1 to 256 characters, no U+0000, stored exactly as sent */
-          name: string;
-          /** @description Tag that specifies the type of the plant: up to 256 characters, no U+0000 */
-          tag?: string;
-        } & {
-          [key: string]: unknown;
-        };
+        /**
+         * @example {
+         *       "id": 1,
+         *       "name": "Monstera deliciosa",
+         *       "tag": "aroid"
+         *     }
+         */
+        'application/json': components['schemas']['NewPlant'];
       };
     };
     responses: {
@@ -500,99 +572,25 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "name": "Monstera deliciosa",
+           *       "tag": "aroid"
+           *     }
+           */
           'application/json': components['schemas']['Plant'];
         };
       };
-      /** @description Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), id outside int64, name empty or over 256 characters, tag over 256 characters, U+0000 in name or tag, a bad limit or cursor. The message names the offending field. */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Missing, malformed, unknown, revoked or expired token, or a JWT that fails verification. WWW-Authenticate: Bearer realm="plant-store". */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description The token lacks the scope this operation needs (plants:read or plants:write); WWW-Authenticate carries error="insufficient_scope". */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description The account already has a plant with this id and a different name or tag. */
-      409: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description The body is larger than 16 KiB. */
-      413: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Content-Type is missing or is not application/json (any charset) or application/*+json. */
-      415: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Too many requests for this account; Retry-After says when to try again. */
-      429: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Unexpected server error; the message carries no internals. */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Temporarily unavailable (stopping, or the identity provider cannot be reached); Retry-After says when to retry. */
-      503: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Any other error, with the same Error body: 404 (no such path), 405 (method not allowed; see Allow), 408 (request too slow), 417 (unsupported Expect), 431 (headers too large). */
-      default: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      409: components['responses']['Error409'];
+      413: components['responses']['Error413'];
+      415: components['responses']['Error415'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+      default: components['responses']['OtherErrors'];
     };
   };
   getPlant: {
@@ -615,6 +613,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "name": "Monstera deliciosa",
+           *       "tag": "aroid"
+           *     }
+           */
           'application/json': components['schemas']['Plant'];
         };
       };
@@ -627,78 +631,14 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), id outside int64, name empty or over 256 characters, tag over 256 characters, U+0000 in name or tag, a bad limit or cursor. The message names the offending field. */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Missing, malformed, unknown, revoked or expired token, or a JWT that fails verification. WWW-Authenticate: Bearer realm="plant-store". */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description The token lacks the scope this operation needs (plants:read or plants:write); WWW-Authenticate carries error="insufficient_scope". */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description No such path, or no plant with this id in the caller's account. */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Too many requests for this account; Retry-After says when to try again. */
-      429: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Unexpected server error; the message carries no internals. */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Temporarily unavailable (stopping, or the identity provider cannot be reached); Retry-After says when to retry. */
-      503: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Any other error, with the same Error body: 404 (no such path), 405 (method not allowed; see Allow), 408 (request too slow), 417 (unsupported Expect), 431 (headers too large). */
-      default: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      404: components['responses']['Error404'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+      default: components['responses']['OtherErrors'];
     };
   };
   deletePlant: {
@@ -720,87 +660,15 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), id outside int64, name empty or over 256 characters, tag over 256 characters, U+0000 in name or tag, a bad limit or cursor. The message names the offending field. */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Missing, malformed, unknown, revoked or expired token, or a JWT that fails verification. WWW-Authenticate: Bearer realm="plant-store". */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description The token lacks the scope this operation needs (plants:read or plants:write); WWW-Authenticate carries error="insufficient_scope". */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description No such path, or no plant with this id in the caller's account. */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description If-Match does not match the plant's current ETag: nothing was changed. */
-      412: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Too many requests for this account; Retry-After says when to try again. */
-      429: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Unexpected server error; the message carries no internals. */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Temporarily unavailable (stopping, or the identity provider cannot be reached); Retry-After says when to retry. */
-      503: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Any other error, with the same Error body: 404 (no such path), 405 (method not allowed; see Allow), 408 (request too slow), 417 (unsupported Expect), 431 (headers too large). */
-      default: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      404: components['responses']['Error404'];
+      412: components['responses']['Error412'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+      default: components['responses']['OtherErrors'];
     };
   };
   updatePlant: {
@@ -813,22 +681,14 @@ export interface operations {
       };
       cookie?: never;
     };
-    /** @description A JSON merge patch (RFC 7396) of the plant: absent fields stay as they are. Other properties are ignored; an empty object changes nothing. */
     requestBody: {
       content: {
-        'application/json': {
-          /** @description New name: same rules as on create; it cannot be removed */
-          name?: string;
-          /** @description New tag (same rules as on create), or null to remove the tag */
-          tag?: string | null;
-          /**
-           * Format: int64
-           * @description When present, must equal the path's id
-           */
-          id?: number;
-        } & {
-          [key: string]: unknown;
-        };
+        /**
+         * @example {
+         *       "tag": null
+         *     }
+         */
+        'application/json': components['schemas']['PlantPatch'];
       };
     };
     responses: {
@@ -840,108 +700,26 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "name": "Monstera deliciosa",
+           *       "tag": "aroid"
+           *     }
+           */
           'application/json': components['schemas']['Plant'];
         };
       };
-      /** @description Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), id outside int64, name empty or over 256 characters, tag over 256 characters, U+0000 in name or tag, a bad limit or cursor. The message names the offending field. */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Missing, malformed, unknown, revoked or expired token, or a JWT that fails verification. WWW-Authenticate: Bearer realm="plant-store". */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description The token lacks the scope this operation needs (plants:read or plants:write); WWW-Authenticate carries error="insufficient_scope". */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description No such path, or no plant with this id in the caller's account. */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description If-Match does not match the plant's current ETag: nothing was changed. */
-      412: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description The body is larger than 16 KiB. */
-      413: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Content-Type is missing or is not application/json (any charset) or application/*+json. */
-      415: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Too many requests for this account; Retry-After says when to try again. */
-      429: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Unexpected server error; the message carries no internals. */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Temporarily unavailable (stopping, or the identity provider cannot be reached); Retry-After says when to retry. */
-      503: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description Any other error, with the same Error body: 404 (no such path), 405 (method not allowed; see Allow), 408 (request too slow), 417 (unsupported Expect), 431 (headers too large). */
-      default: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      404: components['responses']['Error404'];
+      412: components['responses']['Error412'];
+      413: components['responses']['Error413'];
+      415: components['responses']['Error415'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+      default: components['responses']['OtherErrors'];
     };
   };
 }
