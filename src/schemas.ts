@@ -96,6 +96,35 @@ export const PlantIdParams = Type.Object(
 );
 export type PlantIdParams = Static<typeof PlantIdParams>;
 
+/**
+ * The conditional headers of the by-id operations, declared so that the document (and Try it out,
+ * and generated clients) can send them. Any entity-tag list is accepted: one that matches nothing
+ * is a 412 (If-Match) or a full answer (If-None-Match), not a bad request.
+ */
+export const IfMatchHeaders = Type.Object(
+  {
+    'if-match': Type.Optional(
+      Type.String({
+        description: 'Change the plant only if its current ETag is one of these (or *); else 412 and nothing changes',
+        examples: ['"1b8nxygd0dn5f"'],
+      }),
+    ),
+  },
+  { $id: 'IfMatchHeaders' },
+);
+
+export const IfNoneMatchHeaders = Type.Object(
+  {
+    'if-none-match': Type.Optional(
+      Type.String({
+        description: 'Answer 304 with no body when the current ETag is one of these (or *)',
+        examples: ['"1b8nxygd0dn5f"'],
+      }),
+    ),
+  },
+  { $id: 'IfNoneMatchHeaders' },
+);
+
 export const ErrorSchema = Type.Object(
   {
     error: Type.Integer({ format: 'int32', description: 'The HTTP status code' }),

@@ -19,6 +19,7 @@ export type Int64 = bigint | number;
 /** The id as a `bigint`; a `number` beyond 2^53 has already lost digits, so it is refused. */
 export function toBigInt(id: Int64): bigint {
   if (typeof id === 'bigint') return id;
+  if (typeof id !== 'number') throw new TypeError(`id must be a bigint or a number, not a ${typeof id}`);
   if (Number.isSafeInteger(id)) return BigInt(id);
   throw new TypeError(`id ${id} is not a safe integer: pass it as a bigint`);
 }

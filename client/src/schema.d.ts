@@ -540,6 +540,7 @@ export interface operations {
       400: components['responses']['Error400'];
       401: components['responses']['Error401'];
       403: components['responses']['Error403'];
+      415: components['responses']['Error415'];
       429: components['responses']['Error429'];
       500: components['responses']['Error500'];
       503: components['responses']['Error503'];
@@ -596,7 +597,13 @@ export interface operations {
   getPlant: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /**
+         * @description Answer 304 with no body when the current ETag is one of these (or *)
+         * @example "1b8nxygd0dn5f"
+         */
+        'if-none-match'?: string;
+      };
       path: {
         /** @description The plant id in canonical decimal: an optional -, then digits with no leading zero; within the signed 64-bit range */
         id: number;
@@ -610,6 +617,8 @@ export interface operations {
         headers: {
           /** @description The plant's strong entity tag */
           ETag?: string;
+          /** @description private, no-cache: keep it, but revalidate with If-None-Match */
+          'Cache-Control'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -627,6 +636,8 @@ export interface operations {
         headers: {
           /** @description The plant's strong entity tag */
           ETag?: string;
+          /** @description private, no-cache: keep it, but revalidate with If-None-Match */
+          'Cache-Control'?: string;
           [name: string]: unknown;
         };
         content?: never;
@@ -635,6 +646,7 @@ export interface operations {
       401: components['responses']['Error401'];
       403: components['responses']['Error403'];
       404: components['responses']['Error404'];
+      415: components['responses']['Error415'];
       429: components['responses']['Error429'];
       500: components['responses']['Error500'];
       503: components['responses']['Error503'];
@@ -644,7 +656,13 @@ export interface operations {
   deletePlant: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /**
+         * @description Change the plant only if its current ETag is one of these (or *); else 412 and nothing changes
+         * @example "1b8nxygd0dn5f"
+         */
+        'if-match'?: string;
+      };
       path: {
         /** @description The plant id in canonical decimal: an optional -, then digits with no leading zero; within the signed 64-bit range */
         id: number;
@@ -665,6 +683,7 @@ export interface operations {
       403: components['responses']['Error403'];
       404: components['responses']['Error404'];
       412: components['responses']['Error412'];
+      415: components['responses']['Error415'];
       429: components['responses']['Error429'];
       500: components['responses']['Error500'];
       503: components['responses']['Error503'];
@@ -674,7 +693,13 @@ export interface operations {
   updatePlant: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /**
+         * @description Change the plant only if its current ETag is one of these (or *); else 412 and nothing changes
+         * @example "1b8nxygd0dn5f"
+         */
+        'if-match'?: string;
+      };
       path: {
         /** @description The plant id in canonical decimal: an optional -, then digits with no leading zero; within the signed 64-bit range */
         id: number;
@@ -683,6 +708,12 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "tag": null
+         *     }
+         */
+        'application/merge-patch+json': components['schemas']['PlantPatch'];
         /**
          * @example {
          *       "tag": null

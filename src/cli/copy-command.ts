@@ -28,9 +28,17 @@ function shown(url: string): string {
 }
 
 async function open(url: string, role: 'source' | 'target'): Promise<CopyStore> {
-  if (!url.startsWith('sqlite:')) return postgresCopyStore(url);
+  const flag = role === 'source' ? '--from' : '--to';
+  if (!url.startsWith('sqlite:')) {
+    try {
+      return await postgresCopyStore(url);
+    } catch (error) {
+      // A store that cannot be reached or does not exist is a bad URL to give, not a failed copy.
+      throw new ConfigError(`${flag}: cannot open ${shown(url)}: ${(error as Error).message}`);
+    }
+  }
   if (role === 'source' && !existsSync(sqlitePath(url)))
-    throw new ConfigError(`--from: no SQLite store at ${sqlitePath(url)}`);
+    throw new ConfigError(`${flag}: no SQLite store at ${sqlitePath(url)}`);
   return sqliteCopyStore(url, { create: role === 'target' });
 }
 

@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { issueToken } from '../auth/api-tokens.js';
+import { issueToken, TOKEN_PREFIX } from '../auth/api-tokens.js';
 import { SCOPES, type Scope } from '../auth/scopes.js';
 import { databaseSetting, toOption } from '../config.js';
 import { openStorage } from '../storage/open.js';
@@ -96,7 +96,9 @@ export function tokenCommand(): Command {
     .action(async (id: string, options: { database: string }) => {
       const found = await withStorage(options.database, (s) => s.revokeToken(id, new Date()));
       if (!found) {
-        process.stderr.write(`plant-store: no token with id ${id}\n`);
+        // A secret pasted by mistake is not echoed: standard error ends up in logs too.
+        const what = id.startsWith(TOKEN_PREFIX) ? 'that id (that is a secret: pass the tok_... id)' : `id ${id}`;
+        process.stderr.write(`plant-store: no token with ${what}\n`);
         process.exitCode = 1;
         return;
       }

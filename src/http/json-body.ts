@@ -10,13 +10,6 @@ const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** `application/json` with any parameters, or `application/*+json`. */
-export function isJsonContentType(header: string | undefined): boolean {
-  if (header === undefined) return false;
-  const mediaType = header.split(';', 1)[0]!.trim();
-  return JSON_MEDIA_TYPE.test(mediaType);
-}
-
 /**
  * preParsing hook of every route: bodies are never decompressed, so a body sent with a coding other
  * than identity is refused (once routing and authentication have spoken), whatever the operation.
@@ -31,11 +24,35 @@ export const refuseEncodedBody: preParsingHookHandler = (request, _reply, payloa
   }
 };
 
-/** preParsing hook of the routes that take a JSON body: the media type is checked before a byte of it is read. */
-export const requireJsonBody: preParsingHookHandler = (request, _reply, payload, done) => {
-  if (isJsonContentType(request.headers['content-type'])) done(null, payload);
-  else done(new HttpError(415, 'Content-Type must be application/json (or application/*+json)'));
-};
+function mediaTypeOf(header: string | undefined): string | undefined {
+  return header?.split(';', 1)[0]!.trim().toLowerCase();
+}
+
+/** `application/json` with any parameters, or `application/*+json`. */
+export function isJsonContentType(header: string | undefined): boolean {
+  const mediaType = mediaTypeOf(header);
+  return mediaType !== undefined && JSON_MEDIA_TYPE.test(mediaType);
+}
+
+/** A preParsing hook refusing (415) any Content-Type `accepts` does not take, before a byte of the body is read. */
+function requireMediaType(accepts: (header: string | undefined) => boolean, message: string): preParsingHookHandler {
+  return (request, _reply, payload, done) => {
+    if (accepts(request.headers['content-type'])) done(null, payload);
+    else done(new HttpError(415, message));
+  };
+}
+
+/** Routes that take a JSON document. */
+export const requireJsonBody = requireMediaType(
+  isJsonContentType,
+  'Content-Type must be application/json (or application/*+json)',
+);
+
+/** Routes that take a JSON merge patch (RFC 7396), which other `+json` types (JSON Patch...) are not. */
+export const requireMergePatchBody = requireMediaType(
+  (header) => ['application/json', 'application/merge-patch+json'].includes(mediaTypeOf(header) ?? ''),
+  'Content-Type must be application/merge-patch+json or application/json',
+);
 
 /**
  * Numbers keep their exact value: an integer literal that a double cannot hold becomes a BigInt,

@@ -9,9 +9,15 @@ function byMethodOrder(a: string, b: string): number {
   return rank(a) - rank(b) || a.localeCompare(b);
 }
 
-/** A route's URL as a pattern: `/plants/:id` matches `/plants/` followed by one path segment. */
+/**
+ * A route's URL as a pattern: `/plants/:id` matches `/plants/` followed by one path segment, and
+ * `/docs/static/*` anything below `/docs/static/`.
+ */
 function pathPattern(url: string): RegExp {
-  const escaped = url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:\w+/g, '[^/]+');
+  const escaped = url
+    .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+    .replace(/:\w+/g, '[^/]+')
+    .replace(/\*/g, '.*');
   return new RegExp(`^${escaped}$`);
 }
 
@@ -47,4 +53,8 @@ export function notFoundOrWrongMethod(app: FastifyInstance) {
   app.addHook('onRequest', (request, _reply, done) =>
     done(request.is404 || hasEmptySegment(request) ? routingError(request) : undefined),
   );
+  // A route that finds nothing to serve after all (a missing file under /docs/static/) ends here.
+  app.setNotFoundHandler(async (request) => {
+    throw new HttpError(404, `no such path: ${request.url.split('?', 1)[0]}`);
+  });
 }

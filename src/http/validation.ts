@@ -7,6 +7,9 @@ const EXACT_VALIDATORS: Record<string, (input: unknown) => unknown> = {
   ListQuery: validateListQuery,
   PlantPatch: validatePlantPatch,
   PlantIdParams: validatePlantIdParams,
+  // Conditional headers: any value is well-formed (see IfMatchHeaders).
+  IfMatchHeaders: (headers) => headers,
+  IfNoneMatchHeaders: (headers) => headers,
 };
 
 export const exactValidatorCompiler: FastifySchemaCompiler<{ $id?: string }> = ({ schema, url, httpPart }) => {

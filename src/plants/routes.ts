@@ -1,10 +1,19 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fastJson from 'fast-json-stringify';
-import { requireJsonBody } from '../http/json-body.js';
+import { requireJsonBody, requireMergePatchBody } from '../http/json-body.js';
 import { errorResponses, TAGS } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
-import { ListQuery, NewPlant, Plant, PlantIdParams, PlantPatch, Plants } from '../schemas.js';
+import {
+  IfMatchHeaders,
+  IfNoneMatchHeaders,
+  ListQuery,
+  NewPlant,
+  Plant,
+  PlantIdParams,
+  PlantPatch,
+  Plants,
+} from '../schemas.js';
 import type { StoredPlant } from '../storage/types.js';
 import { etagOf, ifMatch, notModified } from './etag.js';
 import { toPlant, type Page, type PlantService } from './service.js';
@@ -45,6 +54,10 @@ function nextLink(request: FastifyRequest, limit: number, cursor: string): strin
 }
 
 const ETAG_HEADER = { ETag: { type: 'string', description: "The plant's strong entity tag" } };
+const REVALIDATE_HEADERS = {
+  ...ETAG_HEADER,
+  'Cache-Control': { type: 'string', description: 'private, no-cache: keep it, but revalidate with If-None-Match' },
+};
 
 /** What GET /plants/{id} alone sends: `private, no-cache` (not no-store) so that its ETag can be revalidated. */
 const REVALIDATE = 'private, no-cache';
@@ -99,7 +112,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
             headers: { Link: { type: 'string', description: '<URL>; rel="next" when more plants remain' } },
             ...Plants,
           },
-          ...errorResponses(400, 401, 403, 429, 500, 503),
+          ...errorResponses(400, 401, 403, 415, 429, 500, 503),
         },
       },
     },
@@ -128,14 +141,15 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
           'whether or not another account has it. The strong ETag changes whenever the plant does; ' +
           'If-None-Match with the current tag answers 304 with no body.',
         params: PlantIdParams,
+        headers: IfNoneMatchHeaders,
         response: {
-          200: { description: 'The plant', headers: ETAG_HEADER, $ref: 'Plant#' },
+          200: { description: 'The plant', headers: REVALIDATE_HEADERS, $ref: 'Plant#' },
           304: {
             description: 'Not modified: If-None-Match holds the current ETag',
-            headers: ETAG_HEADER,
+            headers: REVALIDATE_HEADERS,
             type: 'null',
           },
-          ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+          ...errorResponses(400, 401, 403, 404, 415, 429, 500, 503),
         },
       },
     },
@@ -154,7 +168,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
     {
       config: ACCOUNT_RATE_LIMITED,
       onRequest: app.requireScope('plants:write'),
-      preParsing: requireJsonBody,
+      preParsing: requireMergePatchBody,
       schema: {
         operationId: 'updatePlant',
         tags: [TAGS.plants],
@@ -165,6 +179,8 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
           "body must equal the path's. With If-Match, a plant whose current ETag differs is left alone (412). " +
           'Durable before the answer, like a create.',
         params: PlantIdParams,
+        headers: IfMatchHeaders,
+        consumes: ['application/merge-patch+json', 'application/json'],
         body: PlantPatch,
         response: {
           200: { description: 'The updated plant, with its new ETag', headers: ETAG_HEADER, $ref: 'Plant#' },
@@ -192,9 +208,10 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
           'Needs the plants:write scope. Deleting it again is a 404; the id is free again for a later create. ' +
           'With If-Match, a plant whose current ETag differs is left alone (412). Durable before the answer.',
         params: PlantIdParams,
+        headers: IfMatchHeaders,
         response: {
           204: { description: 'Plant deleted', type: 'null' },
-          ...errorResponses(400, 401, 403, 404, 412, 429, 500, 503),
+          ...errorResponses(400, 401, 403, 404, 412, 415, 429, 500, 503),
         },
       },
     },

@@ -47,7 +47,12 @@ for (const engine of ENGINES) {
             2,
           );
           assert.equal(runCli(['token', 'create', '--account', 'a', '--expires', 'soon', '--database', url]).status, 2);
+          for (const json of [[], ['--json']]) {
+            const tooLong = ['token', 'create', '--account', 'a', '--expires', '999999999w', ...json];
+            assert.equal(runCli([...tooLong, '--database', url]).status, 2, 'a lifetime past any date is refused');
+          }
           assert.equal(runCli(['token', 'create', '--database', url]).status, 2);
+          assert.deepEqual(JSON.parse(runCli(['token', 'list', '--json', '--database', url]).stdout), []);
         });
       });
     });

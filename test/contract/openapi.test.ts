@@ -64,7 +64,7 @@ describe('GET /openapi.json and /openapi.yaml: the OpenAPI 3.0.1 document', () =
         '503',
         'default',
       ]);
-      assert.deepEqual(Object.keys(get), ['200', '400', '401', '403', '429', '500', '503', 'default']);
+      assert.deepEqual(Object.keys(get), ['200', '400', '401', '403', '415', '429', '500', '503', 'default']);
       assert.deepEqual(post['413'], { $ref: '#/components/responses/Error413' });
       assert.deepEqual(get.default, { $ref: '#/components/responses/OtherErrors' });
       const others = document.components.responses.OtherErrors!.description;
