@@ -107,7 +107,11 @@ export async function buildApp({ config, storage, logStream }: AppDeps): Promise
   app.addHook('onResponse', noteEarlyAnswer);
   await app.register(openApi);
   await app.register(health, { storage });
-  await app.register(bearer, { apiToken: apiTokenVerifier(storage), jwt: jwtVerifier(config) });
+  await app.register(bearer, {
+    apiToken: apiTokenVerifier(storage),
+    jwt: jwtVerifier(config),
+    failureLimit: config.authFailureLimit,
+  });
   await app.register(rateLimit, { rateLimit: config.rateLimit, redisUrl: config.redisUrl });
   await app.register(plantRoutes, { plants: new PlantService(storage, { groupCommit: config.groupCommit }) });
   return app;

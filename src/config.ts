@@ -124,6 +124,13 @@ export const serverSettings = {
     default: 0,
     parse: integer(0, 1_000_000_000),
   },
+  authFailureLimit: {
+    flag: '--auth-failure-limit <n>',
+    env: 'AUTH_FAILURE_LIMIT',
+    help: 'failed authentications (401) per minute per client address before it gets 429; 0 turns the limit off',
+    default: 60,
+    parse: integer(0, 1_000_000_000),
+  },
   redisUrl: {
     flag: '--redis-url <url>',
     env: 'REDIS_URL',

@@ -55,8 +55,15 @@ export const storageOperation = {
 
 export const authFailures = new Counter({
   name: 'plant_store_auth_failures_total',
-  help: 'Requests refused by authentication or authorization, by reason',
+  help: 'Requests refused by authentication or authorization, by reason (too_many_failures: 429 past --auth-failure-limit)',
   labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
+export const tokenLookups = new Counter({
+  name: 'plant_store_token_lookups_total',
+  help: 'API token lookups that reached the store, by whether the token was found',
+  labelNames: ['found'] as const,
   registers: [registry],
 });
 
