@@ -158,7 +158,8 @@ describe('plant-store serve settings', () => {
   });
 
   describe('a bad setting is refused at start with a one-line reason and exit status 2', () => {
-    const bad: Array<[string, string[], Record<string, string>]> = [
+    // The reason names the setting whenever it comes from one flag or variable.
+    const bad: Array<[string, string[], Record<string, string>, RegExp?]> = [
       ['a port that is not a number', ['--port', 'abc'], {}],
       ['a port out of range', ['--port', '70000'], {}],
       ['PORT from the environment', [], { PORT: 'eighty' }],
@@ -168,17 +169,31 @@ describe('plant-store serve settings', () => {
       ['JWTs without an audience', ['--jwt-jwks-url', 'http://127.0.0.1:1/jwks'], {}],
       ['a missing public key file', ['--jwt-public-key', '/nonexistent.pem', '--jwt-audience', 'a'], {}],
       ['an unknown flag', ['--prot', '80'], {}],
+      ['a trusted proxy that is not an address', ['--trust-proxy', '999.1.1.1/8'], {}, /--trust-proxy/],
+      ['a trusted proxy address of three parts', ['--trust-proxy', '10.0.0.1,1.2.3'], {}, /--trust-proxy.*"1\.2\.3"/],
+      ['a trusted proxy CIDR too wide', [], { TRUST_PROXY: '10.0.0.0/33' }, /TRUST_PROXY/],
+      ['a negative auth failure limit', ['--auth-failure-limit', '-1'], {}, /--auth-failure-limit/],
     ];
-    for (const [what, args, env] of bad) {
+    for (const [what, args, env, names] of bad) {
       it(what, async () => {
         await withFreshStore(sqlite, async (url) => {
           // A later --database in args wins over this one.
           const result = runCli(['serve', '--database', url, ...args], env);
           assert.equal(result.status, 2, result.stdout + result.stderr);
           assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
+          if (names) assert.match(result.stderr, names);
         });
       });
     }
+    it('accepts trusted proxies as IPv4 and IPv6 addresses and CIDRs', async () => {
+      await withFreshStore(sqlite, async (url) => {
+        const server = await startServer({
+          database: url,
+          args: ['--trust-proxy', '10.0.0.0/8, 192.0.2.7,::1,fd00::/8'],
+        });
+        assert.equal(await server.stop(), 0);
+      });
+    });
     it('an address it cannot listen on (port in use)', async () => {
       await withFreshStore(sqlite, async (url) => {
         const running = await startServer({ database: url });
