@@ -121,3 +121,50 @@ describe('with REDIS_URL the limit is shared by every instance', () => {
     assert.ok(statuses.filter((s) => s === 200).length <= 20);
   });
 });
+
+describe('an unreachable Redis is one JSON warning, not a stack per reconnection attempt', () => {
+  it('lets requests through at once and logs the outage once', async () => {
+    const store = await sqlite.fresh();
+    // Port 1: nothing listens, so every reconnection attempt fails.
+    const server = await startServer({
+      database: store.url,
+      args: ['--rate-limit', '5', '--redis-url', 'redis://127.0.0.1:1'],
+    });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const started = Date.now();
+        assert.equal((await listPlants(server.url, server.firstToken!)).status, 200);
+        assert.ok(Date.now() - started < 1_000, 'not held by the Redis client');
+      }
+      await sleep(3_000); // ioredis retries every fraction of a second to 2 s
+      const redisLines = server
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes('Redis'));
+      assert.equal(redisLines.length, 1, server.stdout());
+      assert.match(redisLines[0]!, /"level":40.*"reason":"connect ECONNREFUSED[^"]*".*Redis is unreachable/);
+      assert.doesNotMatch(server.stderr(), /ioredis|Error/);
+    } finally {
+      await server.stop();
+      await store.drop();
+    }
+  });
+
+  it('says once that Redis is reachable', async () => {
+    const store = await sqlite.fresh();
+    const server = await startServer({ database: store.url, args: ['--rate-limit', '5', '--redis-url', REDIS_URL] });
+    try {
+      assert.equal((await listPlants(server.url, server.firstToken!)).status, 200);
+      await sleep(500);
+      const redisLines = server
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes('Redis'));
+      assert.equal(redisLines.length, 1, server.stdout());
+      assert.match(redisLines[0]!, /"level":30.*Redis is reachable/);
+    } finally {
+      await server.stop();
+      await store.drop();
+    }
+  });
+});
