@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { HttpError } from '../errors.js';
 import { errorResponses } from '../http/openapi.js';
 import type { Storage } from '../storage/types.js';
+import { metricsText } from './cluster-metrics.js';
 import { registry } from './metrics.js';
 
 const Status = Type.Object({ status: Type.String() }, { description: 'OK' });
@@ -49,7 +50,7 @@ async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storag
   app.get(
     '/metrics',
     { schema: { ...open, summary: 'Prometheus metrics (text format)', produces: ['text/plain'] } },
-    async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),
+    async (_request, reply) => reply.type(registry.contentType).send(await metricsText()),
   );
 }
 

@@ -1,10 +1,16 @@
+import cluster from 'node:cluster';
 import { performance } from 'node:perf_hooks';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import { Histogram, type HistogramSeries } from './histogram.js';
 
 /** Every metric the service exposes on /metrics, defined once per process. */
 export const registry = new Registry();
-collectDefaultMetrics({ register: registry });
+// With --workers, /metrics adds the workers' figures up (ops/cluster-metrics.ts); the process's own
+// (memory, CPU, event-loop lag) are kept apart by a `worker` label.
+collectDefaultMetrics({
+  register: registry,
+  ...(cluster.isWorker ? { labels: { worker: String(cluster.worker!.id) } } : {}),
+});
 
 /** Observe with `httpDuration.of(method, route, status).observe(seconds)`; its counts are also `..._requests_total`. */
 export const httpDuration = new Histogram(

@@ -98,6 +98,11 @@ for (const engine of ENGINES) {
           const first = await startServer({ database: url });
           assert.ok(first.firstToken, first.output());
           const token = first.firstToken!;
+          // A plain banner on standard error, with the port really listened on (--port 0 here);
+          // the JSON log stream on standard output says a token was made, never what it is.
+          assert.ok(first.stderr().includes(`curl -H "Authorization: Bearer ${token}" ${first.url}/plants`));
+          assert.ok(!first.stdout().includes(token));
+          assert.match(first.stdout(), /"msg":"first start: created an API token for account \\"default\\"/);
           assert.equal(
             (await postPlant(first.url, token, '{"id": 9007199254740993, "name": "kept", "tag": "t"}')).status,
             200,
@@ -118,6 +123,19 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+describe('an unknown command', () => {
+  it('is named, with the commands there are, and exits 2', () => {
+    const result = runCli(['bogus']);
+    assert.equal(result.status, 2);
+    assert.equal(result.stdout, '');
+    assert.match(
+      result.stderr,
+      /^plant-store: error: unknown command 'bogus'; the commands are serve \(the default\), token, help/,
+    );
+    assert.equal(result.stderr.trim().split('\n').length, 1);
+  });
+});
 
 describe('plant-store serve settings', () => {
   describe('--help lists every setting', () => {
