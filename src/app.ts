@@ -19,6 +19,7 @@ import { rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import { notFoundOrWrongMethod } from './http/routing.js';
 import { exactValidatorCompiler } from './http/validation.js';
+import { gracefulStop } from './ops/graceful-stop.js';
 import { health } from './ops/health.js';
 import { observability, requestId } from './ops/observability.js';
 import { plantRoutes } from './plants/routes.js';
@@ -102,6 +103,7 @@ export async function buildApp({ config, storage, logStream }: AppDeps): Promise
 
   securityHeaders(app);
   await app.register(observability);
+  await app.register(gracefulStop);
   app.addHook('onRequest', requireHostHeader);
   notFoundOrWrongMethod(app);
   app.addHook('onResponse', noteEarlyAnswer);

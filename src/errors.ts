@@ -63,7 +63,11 @@ export function toErrorResponse(error: FastifyError | HttpError | Error): {
 
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const { statusCode, message, headers } = toErrorResponse(error);
-  if (statusCode >= 500) request.log.error({ err: error }, 'request failed');
+  if (statusCode >= 500) {
+    // An HttpError is an answer given on purpose (stopping, a provider down): worth a line, not a stack.
+    if (error instanceof HttpError) request.log.warn({ status: statusCode, reason: message }, 'request refused');
+    else request.log.error({ err: error }, 'request failed');
+  }
   return reply.code(statusCode).headers(headers).type(JSON_CONTENT_TYPE).send(errorBody(statusCode, message));
 }
 

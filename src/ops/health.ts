@@ -11,15 +11,6 @@ const Status = Type.Object({ status: Type.String() }, { description: 'OK' });
 
 /** Liveness, readiness (503 once stopping) and Prometheus metrics; none of them needs a token. */
 async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storage }) {
-  let stopping = false;
-  app.addHook('preClose', async () => {
-    stopping = true;
-    // Node's server.close() drops idle keep-alive sockets at once, racing any request a client is
-    // writing on one. Kept open instead, each such request is still answered (Fastify adds
-    // `Connection: close` while closing), and truly idle sockets end at the keep-alive timeout.
-    app.server.closeIdleConnections = () => {};
-  });
-
   const open = { tags: ['operations'], security: [] };
   app.get(
     '/healthz',
@@ -38,7 +29,8 @@ async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storag
       },
     },
     async () => {
-      if (stopping) throw new HttpError(503, 'server is stopping; retry on another instance', { 'retry-after': '1' });
+      if (app.isStopping())
+        throw new HttpError(503, 'server is stopping; retry on another instance', { 'retry-after': '1' });
       try {
         await storage.ping();
       } catch {
@@ -54,4 +46,4 @@ async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storag
   );
 }
 
-export const health = fp(healthPlugin, { name: 'health' });
+export const health = fp(healthPlugin, { name: 'health', dependencies: ['graceful-stop'] });
