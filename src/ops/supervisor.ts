@@ -51,7 +51,10 @@ export async function supervise(config: Config, prepareStore: () => Promise<stri
       if (workers().length === 0) stopped();
       return;
     }
-    log.error({ worker: worker.id, workerPid: worker.process.pid, code, signal }, 'worker exited; starting another in 1 s');
+    log.error(
+      { worker: worker.id, workerPid: worker.process.pid, code, signal },
+      'worker exited; starting another in 1 s',
+    );
     setTimeout(() => stopping || cluster.fork(), RESTART_DELAY_MS);
   });
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => stop({ signal }));
