@@ -19,6 +19,7 @@ import { rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import { notFoundOrWrongMethod } from './http/routing.js';
 import { exactValidatorCompiler } from './http/validation.js';
+import { gracefulStop } from './ops/graceful-stop.js';
 import { health } from './ops/health.js';
 import { observability, requestId } from './ops/observability.js';
 import type { Tracing } from './ops/tracing.js';
@@ -108,13 +109,18 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
 
   securityHeaders(app);
   await app.register(observability, { traceIdOf: tracing?.traceIdOf });
+  await app.register(gracefulStop);
   app.addHook('onRequest', requireHostHeader);
   notFoundOrWrongMethod(app);
   app.addHook('preParsing', refuseEncodedBody);
   app.addHook('onResponse', noteEarlyAnswer);
   await app.register(openApi);
   await app.register(health, { storage });
-  await app.register(bearer, { apiToken: apiTokenVerifier(storage), jwt: jwtVerifier(config) });
+  await app.register(bearer, {
+    apiToken: apiTokenVerifier(storage),
+    jwt: jwtVerifier(config),
+    failureLimit: config.authFailureLimit,
+  });
   await app.register(rateLimit, { rateLimit: config.rateLimit, redisUrl: config.redisUrl });
   await app.register(plantRoutes, { plants: new PlantService(storage, { groupCommit: config.groupCommit }) });
   return app;

@@ -40,8 +40,26 @@ function program(): Command {
   return root;
 }
 
+/**
+ * `plant-store bogus`: serve, the default command, would take the word for an argument and complain
+ * about that; name it for what it is, with the commands there are.
+ */
+function unknownCommand(cli: Command, argv: string[]): string | undefined {
+  const word = argv[2];
+  if (word === undefined || word.startsWith('-')) return undefined;
+  const names = [...cli.commands.map((command) => command.name()), 'help'];
+  if (names.includes(word)) return undefined;
+  const list = names.map((name) => (name === 'serve' ? 'serve (the default)' : name)).join(', ');
+  return `unknown command '${word}'; the commands are ${list} (plant-store --help says more)`;
+}
+
 async function main() {
   const cli = program();
+  const unknown = unknownCommand(cli, process.argv);
+  if (unknown !== undefined) {
+    process.stderr.write(`plant-store: error: ${unknown}\n`);
+    process.exit(BAD_SETTING_EXIT);
+  }
   try {
     await cli.parseAsync(process.argv);
   } catch (error) {

@@ -1,6 +1,7 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, Option } from 'commander';
+import ipaddr from 'ipaddr.js';
 
 /**
  * Every server setting, once: its flag, its environment variable, its default, how its text is
@@ -67,11 +68,24 @@ function publicKeyFile(path: string): KeyObject {
   }
 }
 
+/** One address or CIDR, written plainly: four decimal parts for IPv4 (`1.2.3` is refused), or IPv6. */
+function isAddressOrCidr(text: string): boolean {
+  return text.includes('/')
+    ? ipaddr.IPv4.isValidCIDRFourPartDecimal(text) || ipaddr.IPv6.isValidCIDR(text)
+    : ipaddr.IPv4.isValidFourPartDecimal(text) || ipaddr.IPv6.isValid(text);
+}
+
 /** Fastify's `trustProxy`: `true`, `false`, or comma-separated addresses/CIDRs of the proxies. */
 function trustProxy(value: string): boolean | string {
   if (value === 'true' || value === 'false') return value === 'true';
-  if (/^[\d.:a-fA-F/, ]+$/.test(value)) return value;
-  throw new InvalidArgumentError('expected true, false, or comma-separated addresses/CIDRs');
+  const entries = value.split(',').map((entry) => entry.trim());
+  const bad = entries.find((entry) => !isAddressOrCidr(entry));
+  if (bad !== undefined) {
+    throw new InvalidArgumentError(
+      `"${bad}" is not an IP address or CIDR; expected true, false, or comma-separated addresses/CIDRs`,
+    );
+  }
+  return entries.join(',');
 }
 
 function onOff(value: string): boolean {
@@ -122,6 +136,13 @@ export const serverSettings = {
     env: 'RATE_LIMIT',
     help: 'requests per second per account; 0 turns rate limiting off',
     default: 0,
+    parse: integer(0, 1_000_000_000),
+  },
+  authFailureLimit: {
+    flag: '--auth-failure-limit <n>',
+    env: 'AUTH_FAILURE_LIMIT',
+    help: 'failed authentications (401) per minute per client address before it gets 429; 0 turns the limit off',
+    default: 60,
     parse: integer(0, 1_000_000_000),
   },
   redisUrl: {

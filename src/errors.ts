@@ -22,6 +22,9 @@ export interface ErrorBody {
 
 export const REALM = 'Bearer realm="plant-store"';
 
+/** The one Content-Type of every JSON answer, success or error, object or stream. */
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
 /** Messages for the errors Fastify raises itself, so clients see our words, not internals. */
 const FRAMEWORK_MESSAGES: Record<string, string> = {
   FST_ERR_CTP_BODY_TOO_LARGE: `request body is larger than ${LIMITS.bodyBytes} bytes`,
@@ -61,8 +64,12 @@ export function toErrorResponse(error: FastifyError | HttpError | Error): {
 
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const { statusCode, message, headers } = toErrorResponse(error);
-  if (statusCode >= 500) request.log.error({ err: error }, 'request failed');
-  return reply.code(statusCode).headers(headers).type('application/json').send(errorBody(statusCode, message));
+  if (statusCode >= 500) {
+    // An HttpError is an answer given on purpose (stopping, a provider down): worth a line, not a stack.
+    if (error instanceof HttpError) request.log.warn({ status: statusCode, reason: message }, 'request refused');
+    else request.log.error({ err: error }, 'request failed');
+  }
+  return reply.code(statusCode).headers(headers).type(JSON_CONTENT_TYPE).send(errorBody(statusCode, message));
 }
 
 /** Errors Fastify raises before any hook runs (a malformed URL): the same body and headers. */
@@ -78,7 +85,7 @@ export function rawErrorResponse(statusCode: number, message: string): string {
     Object.entries(SECURITY_HEADERS)
       .map(([name, value]) => `${name}: ${value}\r\n`)
       .join('') +
-    'Content-Type: application/json\r\n' +
+    `Content-Type: ${JSON_CONTENT_TYPE}\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
     'Connection: close\r\n\r\n' +
     body

@@ -2,79 +2,72 @@ import cluster from 'node:cluster';
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
 import { issueFirstToken } from './auth/api-tokens.js';
-import { BAD_SETTING_EXIT, type Config } from './config.js';
+import type { Config } from './config.js';
+import { answerMetricCollections } from './ops/cluster-metrics.js';
+import { announceFirstToken, baseUrl, FIRST_TOKEN_LOGGED } from './ops/first-token.js';
+import { supervise } from './ops/supervisor.js';
 import { startTracing, tracesWanted } from './ops/tracing.js';
 import { openStorage } from './storage/open.js';
 import type { Storage } from './storage/types.js';
-
-const RESTART_DELAY_MS = 1_000;
-
-function announceFirstToken(secret: string, config: Config) {
-  process.stdout.write(
-    `\nThe store had no API token, so one was created for account "default". It is shown only this once:\n\n` +
-      `  ${secret}\n\n` +
-      `Try it: curl -H "Authorization: Bearer ${secret}" http://${config.host}:${config.port}/plants\n\n`,
-  );
-}
 
 function openConfiguredStorage(config: Config): Promise<Storage> {
   return openStorage(config.database, { pgPoolMax: config.pgPoolMax });
 }
 
-/** Migrations and the first token happen once, before any worker serves. */
-async function prepareStore(config: Config): Promise<Storage> {
-  const storage = await openConfiguredStorage(config);
-  const secret = await issueFirstToken(storage);
-  if (secret !== null) announceFirstToken(secret, config);
-  return storage;
-}
-
-/** One process serving HTTP until SIGTERM/SIGINT; in-flight requests finish, then exit 0. */
-async function serveHere(config: Config, store: Storage) {
+/**
+ * One process serving HTTP until SIGTERM/SIGINT (ops/graceful-stop.ts says how it stops), then
+ * "stopped" as the last log line and exit 0; exit 1 if requests still run after --shutdown-timeout.
+ */
+async function serveHere(config: Config, store: Storage, firstToken: string | null) {
   // Each process (each worker) exports its own spans.
   const tracing = await startTracing(config);
   const app = await buildApp({ config, storage: store, tracing });
-  closeWithGrace({ delay: config.shutdownTimeout, logger: app.log }, async ({ signal, err }) => {
-    if (err) app.log.error({ err }, 'stopping after an unexpected error');
-    else app.log.info({ signal }, 'stopping: finishing in-flight requests');
-    await app.close();
-    await store.close();
-    await tracing?.shutdown();
-  });
+  const worker = cluster.isWorker;
+  closeWithGrace(
+    {
+      delay: config.shutdownTimeout,
+      logger: app.log,
+      onTimeout: (delay) => app.log.error(`stopped: requests were still running ${delay} ms after the signal`),
+      // A worker stops when its primary forwards the signal; a terminal's Ctrl-C reaches the whole
+      // process group, and a second signal would make it exit at once.
+      skip: worker ? ['SIGINT'] : [],
+    },
+    async ({ signal, err }) => {
+      if (err) app.log.error({ err }, 'stopping after an unexpected error');
+      else app.log.info({ signal }, 'stopping: finishing in-flight requests');
+      await app.close();
+      await store.close();
+      await tracing?.shutdown();
+      app.log.info('stopped');
+    },
+  );
+  if (worker) {
+    process.on('SIGINT', () => {}); // see `skip` above
+    answerMetricCollections();
+  }
+  if (firstToken !== null) app.log.info({ account: 'default' }, FIRST_TOKEN_LOGGED);
   await app.listen({ port: config.port, host: config.host });
-}
-
-/** N workers on one port (node:cluster); a worker that dies is replaced. */
-async function supervise(config: Config) {
-  await (await prepareStore(config)).close();
-  let stopping = false;
-  const fork = () => cluster.fork();
-  const stop = () => {
-    stopping = true;
-    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
-  };
-  cluster.on('exit', (worker, code, signal) => {
-    // A worker refused a setting (say the port is taken): another would too, so give up.
-    if (code === BAD_SETTING_EXIT && !stopping) {
-      process.exitCode = BAD_SETTING_EXIT;
-      stop();
-    }
-    if (stopping) {
-      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit();
-      return;
-    }
-    console.error(`worker ${worker.process.pid} exited (${signal ?? code}); starting another`);
-    setTimeout(fork, RESTART_DELAY_MS);
-  });
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
-  for (let i = 0; i < config.workers; i++) fork();
+  const address = app.server.address();
+  if (firstToken !== null && address !== null && typeof address === 'object') {
+    announceFirstToken(firstToken, baseUrl(address.address, address.port));
+  }
 }
 
 export async function serve(config: Config) {
   // A bad OTEL_* setting stops here (exit 2), before the store is touched or a worker starts.
   tracesWanted();
-  if (config.workers === 1) return serveHere(config, await prepareStore(config));
-  if (cluster.isPrimary) return supervise(config);
-  return serveHere(config, await openConfiguredStorage(config));
+  if (cluster.isWorker) return serveHere(config, await openConfiguredStorage(config), null);
+  if (config.workers > 1) {
+    return supervise(config, async () => {
+      const store = await openConfiguredStorage(config);
+      try {
+        return await issueFirstToken(store);
+      } finally {
+        await store.close();
+      }
+    });
+  }
+  // Migrations (in openStorage) and the first token happen before serving.
+  const store = await openConfiguredStorage(config);
+  return serveHere(config, store, await issueFirstToken(store));
 }

@@ -1,7 +1,9 @@
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
+import { authFailures } from '../ops/metrics.js';
 import { TOKEN_PREFIX } from './api-tokens.js';
-import { insufficientScope, invalidToken, missingCredentials } from './errors.js';
+import { AuthError, insufficientScope, invalidToken, missingCredentials } from './errors.js';
+import { FailureLimit } from './failure-limit.js';
 import type { Caller, Scope } from './scopes.js';
 
 declare module 'fastify' {
@@ -14,39 +16,63 @@ declare module 'fastify' {
   }
 }
 
-/** A caller at once when the answer is known in memory, else a promise of one; throws (or rejects) with a 401. */
-export type Verifier = (token: string) => Caller | Promise<Caller>;
+/**
+ * A caller at once when the answer is known in memory, else a promise of one; throws (or rejects)
+ * with a 401. `mayLookUp` says whether a token this process does not know to be good may still be
+ * looked up: not while the client is over its limit of failed authentications.
+ */
+export type Verifier = (token: string, mayLookUp: () => boolean) => Caller | Promise<Caller>;
 
 export interface BearerOptions {
   apiToken: Verifier;
   /** Present only when JWTs are configured. */
   jwt?: Verifier;
+  /** `--auth-failure-limit`: 401s per minute per client address before 429; 0 is off. */
+  failureLimit: number;
 }
 
 const BEARER = /^bearer +([\x21-\x7e]+) *$/i;
 const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
 
-function authenticate(request: FastifyRequest, verifiers: BearerOptions): Caller | Promise<Caller> {
+function authenticate(request: FastifyRequest, verifiers: BearerOptions, mayLookUp: () => boolean) {
   const header = request.headers.authorization;
   if (header === undefined)
     throw missingCredentials('missing Authorization header; send "Authorization: Bearer <token>"');
   const token = BEARER.exec(header)?.[1];
   if (token === undefined) throw missingCredentials('malformed Authorization header; expected "Bearer <token>"');
-  if (token.startsWith(TOKEN_PREFIX)) return verifiers.apiToken(token);
-  if (verifiers.jwt && JWT_SHAPE.test(token)) return verifiers.jwt(token);
+  if (token.startsWith(TOKEN_PREFIX)) return verifiers.apiToken(token, mayLookUp);
+  if (verifiers.jwt && JWT_SHAPE.test(token)) return verifiers.jwt(token, mayLookUp);
   throw invalidToken('unknown token');
 }
 
-async function bearerPlugin(app: FastifyInstance, verifiers: BearerOptions) {
+async function bearerPlugin(app: FastifyInstance, options: BearerOptions) {
+  const failures = options.failureLimit > 0 ? new FailureLimit(options.failureLimit) : undefined;
+
+  /** What a refused request is answered, counted by reason: a 401 beyond the client's limit becomes a 429. */
+  function refusal(request: FastifyRequest, error: unknown): Error {
+    // Anything else (the identity provider or the store unreachable) is not the client's failure.
+    if (!(error instanceof AuthError)) return error as Error;
+    const tooMany = error.statusCode === 401 ? failures?.fail(request.ip) : undefined;
+    authFailures.inc({ reason: tooMany === undefined ? error.reason : 'too_many_failures' });
+    return tooMany ?? error;
+  }
+
   app.decorateRequest('caller', null);
   // Callback-style: most requests carry a token checked in the last moment, answered without a promise.
   app.decorate('requireScope', (scope: Scope): onRequestHookHandler => (request, _reply, done) => {
+    const refuse = (error: unknown) => done(refusal(request, error));
     const authorize = (caller: Caller) => {
       request.caller = caller;
-      done(caller.scopes.has(scope) ? undefined : insufficientScope(scope));
+      if (caller.scopes.has(scope)) done();
+      else refuse(insufficientScope(scope));
     };
-    const caller = authenticate(request, verifiers);
-    if (caller instanceof Promise) caller.then(authorize, done);
+    let caller: Caller | Promise<Caller>;
+    try {
+      caller = authenticate(request, options, () => failures === undefined || !failures.isOver(request.ip));
+    } catch (error) {
+      return refuse(error);
+    }
+    if (caller instanceof Promise) caller.then(authorize, refuse);
     else authorize(caller);
   });
 }

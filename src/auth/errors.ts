@@ -1,23 +1,34 @@
 import { HttpError, REALM } from '../errors.js';
-import { authFailures } from '../ops/metrics.js';
+
+/** Why a request was refused by authentication or authorization: the `reason` label of the metric. */
+export type AuthFailure = 'missing' | 'invalid_token' | 'insufficient_scope';
+
+/** A 401 or 403 that knows its reason; the bearer hook counts it (and the failure limit, a 401). */
+export class AuthError extends HttpError {
+  constructor(
+    readonly reason: AuthFailure,
+    statusCode: 401 | 403,
+    message: string,
+    headers: Record<string, string>,
+  ) {
+    super(statusCode, message, headers);
+  }
+}
 
 /** The three ways a request can fail authentication, with their RFC 6750 challenges. */
 
-export function missingCredentials(message: string): HttpError {
-  authFailures.inc({ reason: 'missing' });
-  return new HttpError(401, message, { 'www-authenticate': REALM });
+export function missingCredentials(message: string): AuthError {
+  return new AuthError('missing', 401, message, { 'www-authenticate': REALM });
 }
 
-export function invalidToken(description: string): HttpError {
-  authFailures.inc({ reason: 'invalid_token' });
-  return new HttpError(401, `invalid token: ${description}`, {
+export function invalidToken(description: string): AuthError {
+  return new AuthError('invalid_token', 401, `invalid token: ${description}`, {
     'www-authenticate': `${REALM}, error="invalid_token", error_description="${description}"`,
   });
 }
 
-export function insufficientScope(scope: string): HttpError {
-  authFailures.inc({ reason: 'insufficient_scope' });
-  return new HttpError(403, `this token lacks the ${scope} scope`, {
+export function insufficientScope(scope: string): AuthError {
+  return new AuthError('insufficient_scope', 403, `this token lacks the ${scope} scope`, {
     'www-authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"`,
   });
 }

@@ -35,10 +35,11 @@ function hasEmptySegment(request: FastifyRequest): boolean {
  * routing decides first, whatever the body.
  */
 export function notFoundOrWrongMethod(app: FastifyInstance) {
-  const paths: { pattern: RegExp; methods: Set<string> }[] = [];
+  const paths: { url: string; pattern: RegExp; methods: Set<string> }[] = [];
   app.addHook('onRoute', (route) => {
     let path = paths.find((p) => p.pattern.source === pathPattern(route.url).source);
-    if (path === undefined) paths.push((path = { pattern: pathPattern(route.url), methods: new Set() }));
+    if (path === undefined)
+      paths.push((path = { url: route.url, pattern: pathPattern(route.url), methods: new Set() }));
     for (const method of [route.method].flat()) path.methods.add(method);
   });
 
@@ -46,6 +47,7 @@ export function notFoundOrWrongMethod(app: FastifyInstance) {
     const path = request.url.split('?', 1)[0]!;
     const known = paths.find((p) => p.pattern.test(path));
     if (known === undefined) return new HttpError(404, `no such path: ${path}`);
+    request.metricsRoute = known.url;
     const allow = [...known.methods].sort(byMethodOrder).join(', ');
     return new HttpError(405, `${request.method} is not allowed on ${path}; use ${allow}`, { allow });
   };

@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { HttpError } from '../errors.js';
 import { errorResponses, TAGS } from '../http/openapi.js';
 import type { Storage } from '../storage/types.js';
+import { metricsText } from './cluster-metrics.js';
 import { registry } from './metrics.js';
 
 const Status = Type.Object({ status: Type.String() }, { description: 'OK' });
@@ -13,15 +14,6 @@ const METRICS_EXAMPLE =
 
 /** Liveness, readiness (503 once stopping) and Prometheus metrics; none of them needs a token. */
 async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storage }) {
-  let stopping = false;
-  app.addHook('preClose', async () => {
-    stopping = true;
-    // Node's server.close() drops idle keep-alive sockets at once, racing any request a client is
-    // writing on one. Kept open instead, each such request is still answered (Fastify adds
-    // `Connection: close` while closing), and truly idle sockets end at the keep-alive timeout.
-    app.server.closeIdleConnections = () => {};
-  });
-
   // No token; the only errors are those of the HTTP layer (and 503 for readiness).
   const open = { tags: [TAGS.operations], security: [] };
   app.get(
@@ -53,7 +45,8 @@ async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storag
       },
     },
     async () => {
-      if (stopping) throw new HttpError(503, 'server is stopping; retry on another instance', { 'retry-after': '1' });
+      if (app.isStopping())
+        throw new HttpError(503, 'server is stopping; retry on another instance', { 'retry-after': '1' });
       try {
         await storage.ping();
       } catch {
@@ -81,8 +74,8 @@ async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storag
         },
       },
     },
-    async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),
+    async (_request, reply) => reply.type(registry.contentType).send(await metricsText()),
   );
 }
 
-export const health = fp(healthPlugin, { name: 'health' });
+export const health = fp(healthPlugin, { name: 'health', dependencies: ['graceful-stop'] });

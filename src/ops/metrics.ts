@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import { performance } from 'node:perf_hooks';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import { Histogram, type HistogramSeries } from './histogram.js';
@@ -5,7 +6,12 @@ import { storageSpan } from './tracing.js';
 
 /** Every metric the service exposes on /metrics, defined once per process. */
 export const registry = new Registry();
-collectDefaultMetrics({ register: registry });
+// With --workers, /metrics adds the workers' figures up (ops/cluster-metrics.ts); the process's own
+// (memory, CPU, event-loop lag) are kept apart by a `worker` label.
+collectDefaultMetrics({
+  register: registry,
+  ...(cluster.isWorker ? { labels: { worker: String(cluster.worker!.id) } } : {}),
+});
 
 /** Observe with `httpDuration.of(method, route, status).observe(seconds)`; its counts are also `..._requests_total`. */
 export const httpDuration = new Histogram(
@@ -56,8 +62,15 @@ export const storageOperation = {
 
 export const authFailures = new Counter({
   name: 'plant_store_auth_failures_total',
-  help: 'Requests refused by authentication or authorization, by reason',
+  help: 'Requests refused by authentication or authorization, by reason (too_many_failures: 429 past --auth-failure-limit)',
   labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
+export const tokenLookups = new Counter({
+  name: 'plant_store_token_lookups_total',
+  help: 'API token lookups that reached the store, by whether the token was found',
+  labelNames: ['found'] as const,
   registers: [registry],
 });
 

@@ -3,6 +3,13 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { httpDuration } from './metrics.js';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The route to count a request under when Fastify matched none: a 405 names its path's route. */
+    metricsRoute: string | null;
+  }
+}
+
 const CLIENT_REQUEST_ID = /^[\w.:@-]{1,128}$/;
 
 /** Secrets a client put in the URL by mistake (`?access_token=...`): API tokens, JWTs, access_token values. */
@@ -21,7 +28,7 @@ export function loggableUrl(url: string): string {
 }
 
 function routeLabel(request: FastifyRequest): string {
-  return request.routeOptions.url ?? 'unmatched';
+  return request.routeOptions.url ?? request.metricsRoute ?? 'unmatched';
 }
 
 export interface ObservabilityOptions {
@@ -31,6 +38,7 @@ export interface ObservabilityOptions {
 
 /** One JSON log line and the HTTP metrics for every request; the request id echoed back. */
 async function observabilityPlugin(app: FastifyInstance, { traceIdOf }: ObservabilityOptions) {
+  app.decorateRequest('metricsRoute', null);
   // Callback-style hooks: an async hook costs a promise and a microtask on every request.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fastJson from 'fast-json-stringify';
+import { JSON_CONTENT_TYPE } from '../errors.js';
 import { requireJsonBody, requireMergePatchBody } from '../http/json-body.js';
 import { errorResponses, TAGS } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
@@ -120,10 +121,10 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
       const { account } = request.caller!;
       const { limit, cursor } = request.query;
       if (limit === undefined)
-        return reply.type('application/json').send(Readable.from(jsonArray(plants.all(account, cursor))));
+        return reply.type(JSON_CONTENT_TYPE).send(Readable.from(jsonArray(plants.all(account, cursor))));
       const page = await plants.page(account, limit, cursor);
       if (page.next !== null) reply.header('link', nextLink(request, limit, page.next));
-      return reply.type('application/json').send(pageBody(page));
+      return reply.type(JSON_CONTENT_TYPE).send(pageBody(page));
     },
   );
 

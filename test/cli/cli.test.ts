@@ -103,6 +103,11 @@ for (const engine of ENGINES) {
           const first = await startServer({ database: url });
           assert.ok(first.firstToken, first.output());
           const token = first.firstToken!;
+          // A plain banner on standard error, with the port really listened on (--port 0 here);
+          // the JSON log stream on standard output says a token was made, never what it is.
+          assert.ok(first.stderr().includes(`curl -H "Authorization: Bearer ${token}" ${first.url}/plants`));
+          assert.ok(!first.stdout().includes(token));
+          assert.match(first.stdout(), /"msg":"first start: created an API token for account \\"default\\"/);
           assert.equal(
             (await postPlant(first.url, token, '{"id": 9007199254740993, "name": "kept", "tag": "t"}')).status,
             200,
@@ -123,6 +128,19 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+describe('an unknown command', () => {
+  it('is named, with the commands there are, and exits 2', () => {
+    const result = runCli(['bogus']);
+    assert.equal(result.status, 2);
+    assert.equal(result.stdout, '');
+    assert.match(
+      result.stderr,
+      /^plant-store: error: unknown command 'bogus'; the commands are serve \(the default\), token, help/,
+    );
+    assert.equal(result.stderr.trim().split('\n').length, 1);
+  });
+});
 
 describe('plant-store serve settings', () => {
   describe('--help lists every setting', () => {
@@ -163,7 +181,8 @@ describe('plant-store serve settings', () => {
   });
 
   describe('a bad setting is refused at start with a one-line reason and exit status 2', () => {
-    const bad: Array<[string, string[], Record<string, string>]> = [
+    // The reason names the setting whenever it comes from one flag or variable.
+    const bad: Array<[string, string[], Record<string, string>, RegExp?]> = [
       ['a port that is not a number', ['--port', 'abc'], {}],
       ['a port out of range', ['--port', '70000'], {}],
       ['PORT from the environment', [], { PORT: 'eighty' }],
@@ -173,17 +192,31 @@ describe('plant-store serve settings', () => {
       ['JWTs without an audience', ['--jwt-jwks-url', 'http://127.0.0.1:1/jwks'], {}],
       ['a missing public key file', ['--jwt-public-key', '/nonexistent.pem', '--jwt-audience', 'a'], {}],
       ['an unknown flag', ['--prot', '80'], {}],
+      ['a trusted proxy that is not an address', ['--trust-proxy', '999.1.1.1/8'], {}, /--trust-proxy/],
+      ['a trusted proxy address of three parts', ['--trust-proxy', '10.0.0.1,1.2.3'], {}, /--trust-proxy.*"1\.2\.3"/],
+      ['a trusted proxy CIDR too wide', [], { TRUST_PROXY: '10.0.0.0/33' }, /TRUST_PROXY/],
+      ['a negative auth failure limit', ['--auth-failure-limit', '-1'], {}, /--auth-failure-limit/],
     ];
-    for (const [what, args, env] of bad) {
+    for (const [what, args, env, names] of bad) {
       it(what, async () => {
         await withFreshStore(sqlite, async (url) => {
           // A later --database in args wins over this one.
           const result = runCli(['serve', '--database', url, ...args], env);
           assert.equal(result.status, 2, result.stdout + result.stderr);
           assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
+          if (names) assert.match(result.stderr, names);
         });
       });
     }
+    it('accepts trusted proxies as IPv4 and IPv6 addresses and CIDRs', async () => {
+      await withFreshStore(sqlite, async (url) => {
+        const server = await startServer({
+          database: url,
+          args: ['--trust-proxy', '10.0.0.0/8, 192.0.2.7,::1,fd00::/8'],
+        });
+        assert.equal(await server.stop(), 0);
+      });
+    });
     it('an address it cannot listen on (port in use)', async () => {
       await withFreshStore(sqlite, async (url) => {
         const running = await startServer({ database: url });

@@ -16,6 +16,7 @@ export const TEST_CONFIG: Config = {
   database: 'sqlite::memory:',
   pgPoolMax: 10,
   rateLimit: 0,
+  authFailureLimit: 0,
   workers: 1,
   jwtAccountClaim: 'sub',
   shutdownTimeout: 5_000,

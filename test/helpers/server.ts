@@ -1,5 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { FIRST_TOKEN_LOGGED } from '../../src/ops/first-token.js';
+
+/** The log line that says a first-start token was made, as it appears in the JSON stream. */
+const FIRST_TOKEN_LOGGED_JSON = JSON.stringify(FIRST_TOKEN_LOGGED);
 
 /** Real servers and real CLI runs, from the built `dist/` (npm test builds it first). */
 
@@ -10,6 +14,10 @@ export interface RunningServer {
   process: ChildProcess;
   /** Everything the process wrote to stdout and stderr so far. */
   output(): string;
+  /** Standard output so far: the JSON log lines. */
+  stdout(): string;
+  /** Standard error so far: the first-start banner, refusals of settings. */
+  stderr(): string;
   /** The token printed on first start of an empty store, if any. */
   firstToken: string | null;
   /** Sends the signal and resolves with the exit code (or signal name). */
@@ -24,25 +32,38 @@ export interface ServerOptions {
 
 export async function startServer({ database, args = [], env = {} }: ServerOptions): Promise<RunningServer> {
   const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--database', database, ...args], {
-    env: { ...process.env, RATE_LIMIT: '0', ...env },
+    // Limits off unless a test turns one on: many tests send bursts and bad tokens on purpose.
+    env: { ...process.env, RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  let stdout = '';
+  let stderr = '';
   const exited = new Promise<number | string | null>((resolve) =>
     child.on('exit', (code, signal) => resolve(code ?? signal)),
   );
+  const firstToken = () => /^\s+(pst_[\w-]+)$/m.exec(stderr)?.[1] ?? null;
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in 20 s:\n${output}`)), 20_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-      if (match) {
+    const check = () => {
+      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
+      // The first-start token is printed on standard error once the server listens; the log says
+      // before that that one was made.
+      if (match && (!stdout.includes(FIRST_TOKEN_LOGGED_JSON) || firstToken() !== null)) {
         clearTimeout(timer);
         resolve(match[1]!);
       }
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      stdout += chunk.toString();
+      check();
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      stderr += chunk.toString();
+      check();
+    });
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`server exited (${code}) before listening:\n${output}`));
@@ -52,7 +73,9 @@ export async function startServer({ database, args = [], env = {} }: ServerOptio
     url,
     process: child,
     output: () => output,
-    firstToken: /^\s+(pst_[\w-]+)$/m.exec(output)?.[1] ?? null,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    firstToken: firstToken(),
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exited;

@@ -74,6 +74,17 @@ describe('GET /metrics: Prometheus text', () => {
   });
   after(() => t.close());
 
+  it('counts a 405 under the route of its path, and only an unknown path as unmatched', async () => {
+    await t.app.inject({ method: 'PUT', url: '/plants' });
+    await t.app.inject({ method: 'PUT', url: '/plants/5' });
+    await t.app.inject({ method: 'GET', url: '/no/such/path' });
+    const { body } = await t.app.inject({ method: 'GET', url: '/metrics' });
+    assert.match(body, /plant_store_http_requests_total\{method="PUT",route="\/plants",status="405"\} [1-9]/);
+    assert.match(body, /plant_store_http_requests_total\{method="PUT",route="\/plants\/:id",status="405"\} [1-9]/);
+    assert.match(body, /plant_store_http_requests_total\{method="GET",route="unmatched",status="404"\} [1-9]/);
+    assert.doesNotMatch(body, /route="unmatched",status="405"/);
+  });
+
   it('exposes request counts and latency by route and status, creates, auth failures, storage latency, process metrics', async () => {
     const reply = await t.app.inject({ method: 'GET', url: '/metrics' });
     assert.equal(reply.statusCode, 200);

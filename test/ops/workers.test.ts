@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { get } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sqlite } from '../helpers/engines.js';
@@ -17,6 +18,27 @@ function workerPids(server: RunningServer): number[] {
   }
 }
 
+/** A GET on a connection of its own (so that the cluster hands it to the next worker in turn). */
+function getAlone(url: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) =>
+    get(url, { agent: false }, (response) => {
+      let text = '';
+      response.on('data', (chunk) => (text += chunk));
+      response.on('end', () => resolve({ status: response.statusCode!, text }));
+    }).on('error', reject),
+  );
+}
+
+/** The value of one series in a scrape of /metrics, 0 when absent. */
+function valueOf(scrape: string, series: string): number {
+  const line = scrape.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.split(' ')[1]);
+}
+
+const HEALTHZ_COUNT = 'plant_store_http_requests_total{method="GET",route="/healthz",status="200"}';
+const HEALTHZ_HISTOGRAM_COUNT =
+  'plant_store_http_request_duration_seconds_count{method="GET",route="/healthz",status="200"}';
+
 describe('--workers 2: two processes serve one port on one SQLite store', () => {
   let store: Awaited<ReturnType<typeof sqlite.fresh>>;
   let server: RunningServer;
@@ -33,6 +55,34 @@ describe('--workers 2: two processes serve one port on one SQLite store', () => 
 
   it('runs two workers', () => {
     assert.equal(workerPids(server).length, 2);
+  });
+
+  it('shows one view of all workers on /metrics: every scrape counts the requests both served', async () => {
+    const requests = 20;
+    for (let i = 0; i < requests; i++) assert.equal((await getAlone(`${server.url}/healthz`)).status, 200);
+    await sleep(300); // request log lines are written every 100 ms
+    const servedBy = new Set(
+      server
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes('"url":"/healthz"'))
+        .map((line) => (JSON.parse(line) as { pid: number }).pid),
+    );
+    assert.equal(servedBy.size, 2, 'both workers served some of them');
+    // Each scrape is answered by one worker or the other, and shows the same total.
+    for (let i = 0; i < 4; i++) {
+      const scrape = (await getAlone(`${server.url}/metrics`)).text;
+      assert.equal(valueOf(scrape, HEALTHZ_COUNT), requests, scrape);
+      assert.equal(valueOf(scrape, HEALTHZ_HISTOGRAM_COUNT), requests);
+      assert.match(
+        scrape,
+        /plant_store_http_request_duration_seconds_bucket\{le="\+Inf",method="GET",route="\/healthz",status="200"\} 20\n/,
+      );
+      // Per-process figures stay apart, one series per worker.
+      const workers = scrape.match(/^process_resident_memory_bytes\{worker="\d+"\} \d+$/gm) ?? [];
+      assert.equal(workers.length, 2, scrape);
+      assert.equal((scrape.match(/^nodejs_eventloop_lag_p99_seconds\{worker="\d+"\} [\d.e-]+$/gm) ?? []).length, 2);
+    }
   });
 
   it('keeps the API correct across workers: writes through one are read through the other', async () => {
@@ -58,7 +108,9 @@ describe('--workers 2: two processes serve one port on one SQLite store', () => 
     assert.deepEqual([...new Set(refused.map((r) => r.status))], [401]);
   });
 
-  it('replaces a worker that dies', async () => {
+  it('replaces a worker that dies, and its counts stay in the sums', async () => {
+    const counted = valueOf((await getAlone(`${server.url}/metrics`)).text, HEALTHZ_COUNT);
+    assert.ok(counted >= 20);
     const [victim] = workerPids(server);
     process.kill(victim!, 'SIGKILL');
     let pids: number[] = [];
@@ -71,11 +123,23 @@ describe('--workers 2: two processes serve one port on one SQLite store', () => 
     assert.ok(!pids.includes(victim!));
     await sleep(500);
     assert.equal((await listPlants(server.url, server.firstToken!)).status, 200);
+    // A sum that went down would read as a counter reset to Prometheus.
+    for (let i = 0; i < 2; i++) {
+      assert.equal(valueOf((await getAlone(`${server.url}/metrics`)).text, HEALTHZ_COUNT), counted);
+    }
   });
 
-  it('exits 0 on SIGTERM, workers included', async () => {
+  it('exits 0 on SIGTERM, workers included, the primary\'s "stopped" line last', async () => {
     const pids = workerPids(server);
     assert.equal(await server.stop('SIGTERM'), 0);
     for (const pid of pids) assert.throws(() => process.kill(pid, 0));
+    const lines = server
+      .stdout()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { pid: number; msg: string });
+    assert.deepEqual(lines.at(-1), { ...lines.at(-1), pid: server.process.pid, msg: 'stopped' });
+    assert.equal(lines.filter((line) => line.msg === 'stopped').length, 3, server.stdout());
+    assert.doesNotMatch(server.stderr(), /worker \d+ exited/);
   });
 });

@@ -1,0 +1,68 @@
+import type { Socket } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** True from the stop signal on (`app.close()`): /readyz answers 503. */
+    isStopping(): boolean;
+  }
+}
+
+/** Runs `work` after the event loop has been once through its poll phase (where sockets are accepted and read). */
+function afterOnePoll(work: () => void) {
+  setImmediate(() => setImmediate(work));
+}
+
+/**
+ * How the server stops (`app.close()`, on SIGTERM or SIGINT): whatever a client had sent before the
+ * signal is answered, and nothing else holds the process.
+ *
+ * 1. The listening socket stays open for one more turn of the event loop: connections the kernel
+ *    had already completed are accepted instead of being reset when it closes.
+ * 2. It closes; one more turn reads whatever had arrived on open connections, so a request sent
+ *    before the signal is in progress, not idle.
+ * 3. Idle connections (kept alive, or opened with no request yet, such as a browser's preconnect or
+ *    a balancer's probe) are closed at once rather than at their keep-alive or connection timeout.
+ *    Node counts a connection that has sent nothing as busy (so that the headers timeout applies to
+ *    it), and stops checking that timeout once closing: those are closed here.
+ * 4. Requests in progress are finished and answered with `Connection: close` (Fastify adds it to the
+ *    ones that arrive while closing; the hook below to those that arrived before), after which their
+ *    sockets close. The process exits when the slowest of them is answered.
+ */
+async function gracefulStopPlugin(app: FastifyInstance) {
+  let stopping = false;
+  app.decorate('isStopping', () => stopping);
+
+  const connections = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
+  const closeUnused = () => {
+    for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
+  };
+
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (stopping) reply.header('connection', 'close');
+    done(null, payload);
+  });
+
+  app.addHook('preClose', (done) => {
+    stopping = true;
+    const server = app.server;
+    // A response whose headers went out before the signal said keep-alive: its socket closes as
+    // soon as the response ends.
+    server.keepAliveTimeout = 1;
+    const closeIdle = server.closeIdleConnections.bind(server);
+    // server.close() calls this as it closes the listening socket (step 3 after step 2).
+    server.closeIdleConnections = () =>
+      afterOnePoll(() => {
+        closeIdle();
+        closeUnused();
+      });
+    afterOnePoll(done); // step 1; Fastify then calls server.close()
+  });
+}
+
+export const gracefulStop = fp(gracefulStopPlugin, { name: 'graceful-stop' });
