@@ -136,7 +136,7 @@ describe('an unknown command', () => {
     assert.equal(result.stdout, '');
     assert.match(
       result.stderr,
-      /^plant-store: error: unknown command 'bogus'; the commands are serve \(the default\), token, help/,
+      /^plant-store: error: unknown command 'bogus'; the commands are serve \(the default\), token, copy, backup, help/,
     );
     assert.equal(result.stderr.trim().split('\n').length, 1);
   });
