@@ -25,6 +25,11 @@ import { plantRoutes } from './plants/routes.js';
 import { PlantService } from './plants/service.js';
 import { LIMITS, sharedSchemas } from './schemas.js';
 import type { Storage } from './storage/types.js';
+import { AddressGuard } from './webhooks/address-guard.js';
+import { webhookDelivery } from './webhooks/deliverer.js';
+import { webhookRoutes } from './webhooks/routes.js';
+import { webhookSchemas } from './webhooks/schemas.js';
+import { WebhookService } from './webhooks/service.js';
 
 export interface AppDeps {
   config: Config;
@@ -99,6 +104,7 @@ export async function buildApp({ config, storage, logStream }: AppDeps): Promise
     }
   });
   for (const schema of sharedSchemas) app.addSchema(schema);
+  for (const schema of webhookSchemas) app.addSchema(schema);
 
   securityHeaders(app);
   await app.register(observability);
@@ -110,5 +116,17 @@ export async function buildApp({ config, storage, logStream }: AppDeps): Promise
   await app.register(bearer, { apiToken: apiTokenVerifier(storage), jwt: jwtVerifier(config) });
   await app.register(rateLimit, { rateLimit: config.rateLimit, redisUrl: config.redisUrl });
   await app.register(plantRoutes, { plants: new PlantService(storage, { groupCommit: config.groupCommit }) });
+
+  // Webhooks: the /webhooks API, and the deliverer that sends the outbox off the request path.
+  const guard = new AddressGuard(config.webhookAllowPrivate);
+  await app.register(webhookRoutes, { webhooks: new WebhookService(storage, guard) });
+  await app.register(webhookDelivery, {
+    storage,
+    guard,
+    timeoutMs: config.webhookTimeout,
+    retrySchedule: config.webhookRetrySchedule,
+    concurrency: config.webhookConcurrency,
+    retentionMs: config.webhookRetention,
+  });
   return app;
 }

@@ -1,5 +1,6 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import { validateListQuery, validateNewPlant, validatePlantIdParams, validatePlantPatch } from '../plants/validate.js';
+import { WEBHOOK_VALIDATORS } from '../webhooks/validate.js';
 
 /** Which exact check stands behind each input schema (see plants/validate.ts for why not Ajv). */
 const EXACT_VALIDATORS: Record<string, (input: unknown) => unknown> = {
@@ -7,6 +8,7 @@ const EXACT_VALIDATORS: Record<string, (input: unknown) => unknown> = {
   ListQuery: validateListQuery,
   PlantPatch: validatePlantPatch,
   PlantIdParams: validatePlantIdParams,
+  ...WEBHOOK_VALIDATORS,
 };
 
 export const exactValidatorCompiler: FastifySchemaCompiler<{ $id?: string }> = ({ schema, url, httpPart }) => {

@@ -59,6 +59,9 @@ const MIGRATIONS = [
      PRIMARY KEY (account, endpoint_id, event_id)
    );
    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at);`,
+  // Webhooks: an endpoint's deliveries newest first (listing, recover), and settled ones by age (retention).
+  `CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (account, endpoint_id, created_at);
+   CREATE INDEX webhook_deliveries_settled ON webhook_deliveries (state, updated_at);`,
 ];
 
 /** Advisory lock keys are database-wide: this one is ASCII "plant-mi", unlikely to clash with another program's. */

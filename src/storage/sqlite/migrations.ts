@@ -57,6 +57,9 @@ const MIGRATIONS = [
      PRIMARY KEY (account, endpoint_id, event_id)
    ) WITHOUT ROWID;
    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at);`,
+  // Webhooks: an endpoint's deliveries newest first (listing, recover), and settled ones by age (retention).
+  `CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (account, endpoint_id, created_at);
+   CREATE INDEX webhook_deliveries_settled ON webhook_deliveries (state, updated_at);`,
 ];
 
 export function migrate(db: Database.Database) {

@@ -1,0 +1,178 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { ClaimedDelivery, WebhookStorage } from '../storage/types.js';
+import type { AddressGuard } from './address-guard.js';
+import { attempt, receiverAgents, type ReceiverAgents } from './attempt.js';
+import { reportBacklogOf, webhookAttempts } from './metrics.js';
+import { afterAttempt } from './retry.js';
+import { signatureHeader, signingSecrets } from './signer.js';
+
+export interface DelivererOptions {
+  timeoutMs: number;
+  retrySchedule: readonly number[];
+  concurrency: number;
+  retentionMs: number;
+  guard: AddressGuard;
+  log: FastifyBaseLogger;
+}
+
+/** How often an idle deliverer looks for due events: new events go out within this. */
+const POLL_MS = 250;
+/** After a slot frees, a short wait so that a claim takes several due events rather than one. */
+const GATHER_MS = 10;
+const PRUNE_EVERY_MS = 60_000;
+
+export const GONE_REASON = 'the receiver answered 410 Gone, so the endpoint was disabled';
+
+/**
+ * Sends the outbox, off the request path, in every server process. Each round leases due
+ * deliveries to this process (see `WebhookStorage.claimDeliveries`), at most `concurrency` in
+ * flight, and writes each attempt's result while the lease is still its own. A process that
+ * dies mid-attempt leaves its leases to expire; another process then makes the attempt again,
+ * which is the one case where a receiver sees an event twice.
+ */
+export class Deliverer {
+  private readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly agents: ReceiverAgents;
+  /** Long enough for an attempt (bounded by the timeout) and its result, with room for a busy event loop. */
+  private readonly leaseMs: number;
+  private running = false;
+  private loop: Promise<void> = Promise.resolve();
+  private wake: () => void = () => {};
+  private pruner: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly storage: WebhookStorage,
+    private readonly options: DelivererOptions,
+  ) {
+    this.agents = receiverAgents(options.guard);
+    this.leaseMs = 2 * options.timeoutMs + 5_000;
+  }
+
+  start() {
+    this.running = true;
+    this.loop = this.run();
+    void this.prune();
+    this.pruner = setInterval(() => void this.prune(), Math.min(PRUNE_EVERY_MS, this.options.retentionMs));
+    this.pruner.unref();
+  }
+
+  /** Stops claiming and lets the attempts in flight finish (each within the timeout). */
+  async stop() {
+    this.running = false;
+    clearInterval(this.pruner);
+    this.wake();
+    await this.loop;
+    await Promise.allSettled([...this.inFlight]);
+    this.agents.http.destroy();
+    this.agents.https.destroy();
+  }
+
+  private async run() {
+    while (this.running) {
+      const free = this.options.concurrency - this.inFlight.size;
+      let claimed = 0;
+      if (free > 0) {
+        try {
+          const now = Date.now();
+          const due = await this.storage.claimDeliveries(this.owner, new Date(now), new Date(now + this.leaseMs), free);
+          for (const delivery of due) this.track(this.deliver(delivery));
+          claimed = due.length;
+        } catch (error) {
+          this.options.log.warn({ err: error }, 'webhooks: could not claim due deliveries; trying again');
+        }
+      }
+      // A full batch means more may be due: go again as soon as a slot frees. Otherwise poll.
+      if (free > 0 && claimed === free) await this.nap(0);
+      else await this.nap(POLL_MS);
+    }
+  }
+
+  /** Waits `ms`, or less when an attempt finishes (a slot is free) or the deliverer stops. */
+  private async nap(ms: number) {
+    if (!this.running) return;
+    if (ms > 0 || this.inFlight.size >= this.options.concurrency) {
+      await new Promise<void>((resolve) => {
+        const timer = ms > 0 ? setTimeout(resolve, ms) : undefined;
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = () => {};
+    }
+    await delay(GATHER_MS);
+  }
+
+  private track(work: Promise<void>) {
+    this.inFlight.add(work);
+    void work.finally(() => {
+      this.inFlight.delete(work);
+      this.wake();
+    });
+  }
+
+  private async deliver(delivery: ClaimedDelivery) {
+    const { account, endpointId, eventId } = delivery;
+    try {
+      const now = new Date();
+      const timestamp = Math.floor(now.getTime() / 1000);
+      const headers = {
+        'content-type': 'application/json',
+        'user-agent': 'plant-store-webhooks',
+        'plant-store-event': delivery.eventType,
+        'webhook-id': eventId,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signatureHeader(signingSecrets(delivery, now), eventId, timestamp, delivery.payload),
+      };
+      const result = await attempt(delivery.url, headers, delivery.payload, {
+        timeoutMs: this.options.timeoutMs,
+        guard: this.options.guard,
+        agents: this.agents,
+      });
+      const record = afterAttempt(result, delivery.attempts, this.options.retrySchedule, Date.now());
+      await this.storage.recordAttempt({ account, endpointId, eventId }, this.owner, record);
+      webhookAttempts.inc({ outcome: record.state === 'pending' ? 'retrying' : record.state });
+      if (result.status === 410) await this.storage.disableEndpoint(account, endpointId, GONE_REASON);
+    } catch (error) {
+      // The lease runs out and the attempt is made again, here or elsewhere.
+      this.options.log.warn({ err: error, endpointId, eventId }, 'webhooks: could not record an attempt');
+    }
+  }
+
+  private async prune() {
+    try {
+      await this.storage.pruneDeliveries(new Date(Date.now() - this.options.retentionMs));
+    } catch (error) {
+      this.options.log.warn({ err: error }, 'webhooks: could not remove old deliveries');
+    }
+  }
+}
+
+/**
+ * The deliverer of this process: it starts once the server listens (an app only injected into,
+ * as in some tests, sends nothing), stops claiming when the app begins to close, and has let
+ * its attempts finish by the time the app is closed (before the store is).
+ */
+async function deliveryPlugin(
+  app: FastifyInstance,
+  { storage, ...options }: Omit<DelivererOptions, 'log'> & { storage: WebhookStorage },
+) {
+  const deliverer = new Deliverer(storage, { ...options, log: app.log });
+  reportBacklogOf(storage);
+  let stopped: Promise<void> = Promise.resolve();
+  app.addHook('onListen', async () => deliverer.start());
+  app.addHook('preClose', async () => {
+    stopped = deliverer.stop();
+  });
+  app.addHook('onClose', async () => {
+    await stopped;
+    reportBacklogOf(null);
+  });
+}
+
+export const webhookDelivery = fp(deliveryPlugin, { name: 'webhook-delivery' });
