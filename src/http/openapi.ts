@@ -51,6 +51,45 @@ const RESPONSE_COMPONENTS = Object.fromEntries(
   ]),
 );
 
+// Webhooks: the events the store POSTs to registered endpoints, described as the OpenAPI 3.1
+// sample describes its `newPlant` webhook. OpenAPI 3.0.1 has no `webhooks` field, hence the
+// `x-webhooks` extension holding the same objects.
+const WEBHOOK_HEADERS = [
+  ['webhook-id', "The event's id, the same on every attempt: deduplicate by it"],
+  ['webhook-timestamp', 'Unix time (seconds) of this attempt'],
+  [
+    'webhook-signature',
+    "Standard Webhooks: v1,<base64 HMAC-SHA256 of id.timestamp.body keyed with the secret's decoded bytes>; " +
+      'two space-separated signatures for 24 h after a secret rotation',
+  ],
+  ['Plant-Store-Event', 'The event type'],
+].map(([name, description]) => ({ name, in: 'header', required: true, description, schema: { type: 'string' } }));
+
+function webhookEvent(type: string, description: string) {
+  return {
+    post: {
+      summary: type,
+      description:
+        `${description}. Signed per Standard Webhooks; retried on anything but a 2xx within the timeout ` +
+        '(5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, each +-20 %); delivered at least once.',
+      parameters: WEBHOOK_HEADERS,
+      requestBody: {
+        description: 'The plant as NewPlant JSON (id exact over int64)',
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/NewPlant' } } },
+      },
+      responses: {
+        200: { description: 'Return a 200 status (any 2xx) to indicate that the data was received successfully' },
+      },
+    },
+  };
+}
+
+const X_WEBHOOKS = {
+  newPlant: webhookEvent('plant.created', 'Information about a new plant added to the store'),
+  plantUpdated: webhookEvent('plant.updated', 'A plant of the store changed: the plant as it is now'),
+  plantDeleted: webhookEvent('plant.deleted', 'A plant was deleted from the store: the plant as it was'),
+};
+
 async function openApiPlugin(app: FastifyInstance) {
   await app.register(swagger, {
     openapi: {
@@ -66,6 +105,8 @@ async function openApiPlugin(app: FastifyInstance) {
         responses: RESPONSE_COMPONENTS,
       },
       security: [{ bearerAuth: [] }],
+      // Spread in: the plugin's option types know no extensions, though it copies x- keys into the document.
+      ...{ 'x-webhooks': X_WEBHOOKS },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
