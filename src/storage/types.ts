@@ -158,8 +158,11 @@ export interface WebhookStorage {
    * pending rows whose lease is absent or expired, oldest due first. Each row goes to one claimer.
    */
   claimDeliveries(owner: string, now: Date, leaseUntil: Date, limit: number): Promise<ClaimedDelivery[]>;
-  /** Writes an attempt's result and ends the lease, if `owner` still holds it (else nothing: another took over). */
-  recordAttempt(key: DeliveryKey, owner: string, record: AttemptRecord): Promise<void>;
+  /**
+   * Writes the results of attempts and ends their leases, in one transaction; a delivery whose
+   * lease `owner` no longer holds (another process took over) is left alone.
+   */
+  recordAttempts(owner: string, results: Array<{ key: DeliveryKey; record: AttemptRecord }>): Promise<void>;
   /** A receiver said 410 Gone: the endpoint is disabled and its pending deliveries fail with `reason`. */
   disableEndpoint(account: string, endpointId: string, reason: string): Promise<void>;
   /** Removes delivered and failed deliveries last changed before `before`; how many. */

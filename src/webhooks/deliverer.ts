@@ -17,6 +17,8 @@ export interface DelivererOptions {
   retentionMs: number;
   guard: AddressGuard;
   log: FastifyBaseLogger;
+  /** True while the API is answering requests: deliveries then give way (see `run`). */
+  apiBusy: () => boolean;
 }
 
 /** How often an idle deliverer looks for due events: new events go out within this. */
@@ -24,6 +26,15 @@ const POLL_MS = 250;
 /** After a slot frees, a short wait so that a claim takes several due events rather than one. */
 const GATHER_MS = 10;
 const PRUNE_EVERY_MS = 60_000;
+/** While the API is busy, one claim (of at most --webhook-concurrency events) per this interval. */
+const BUSY_CLAIM_EVERY_MS = 1_000;
+
+type AttemptResultRow = Parameters<WebhookStorage['recordAttempts']>[1][number];
+
+interface ResultBatch {
+  results: AttemptResultRow[];
+  written: Promise<void>;
+}
 
 export const GONE_REASON = 'the receiver answered 410 Gone, so the endpoint was disabled';
 
@@ -44,6 +55,8 @@ export class Deliverer {
   private loop: Promise<void> = Promise.resolve();
   private wake: () => void = () => {};
   private pruner: NodeJS.Timeout | undefined;
+  private lastBusyClaim = 0;
+  private batch: ResultBatch | null = null;
 
   constructor(
     private readonly storage: WebhookStorage,
@@ -72,11 +85,21 @@ export class Deliverer {
     this.agents.https.destroy();
   }
 
+  /**
+   * The API comes first: deliveries share the process's core with it, and each costs about as
+   * much CPU as a create. So while requests are in flight, the deliverer claims one batch per
+   * second at most (it never stops: a saturated API still sees its events go out, slowly), and
+   * between requests, as much as the concurrency allows; a backlog built under load goes out
+   * when the load eases.
+   */
   private async run() {
     while (this.running) {
-      const free = this.options.concurrency - this.inFlight.size;
+      const busy = this.options.apiBusy();
+      const mayClaim = !busy || Date.now() - this.lastBusyClaim >= BUSY_CLAIM_EVERY_MS;
+      const free = mayClaim ? this.options.concurrency - this.inFlight.size : 0;
       let claimed = 0;
       if (free > 0) {
+        if (busy) this.lastBusyClaim = Date.now();
         try {
           const now = Date.now();
           const due = await this.storage.claimDeliveries(this.owner, new Date(now), new Date(now + this.leaseMs), free);
@@ -87,7 +110,7 @@ export class Deliverer {
         }
       }
       // A full batch means more may be due: go again as soon as a slot frees. Otherwise poll.
-      if (free > 0 && claimed === free) await this.nap(0);
+      if (free > 0 && claimed === free && !busy) await this.nap(0);
       else await this.nap(POLL_MS);
     }
   }
@@ -135,13 +158,32 @@ export class Deliverer {
         agents: this.agents,
       });
       const record = afterAttempt(result, delivery.attempts, this.options.retrySchedule, Date.now());
-      await this.storage.recordAttempt({ account, endpointId, eventId }, this.owner, record);
+      await this.record({ key: { account, endpointId, eventId }, record });
       webhookAttempts.inc({ outcome: record.state === 'pending' ? 'retrying' : record.state });
       if (result.status === 410) await this.storage.disableEndpoint(account, endpointId, GONE_REASON);
     } catch (error) {
       // The lease runs out and the attempt is made again, here or elsewhere.
       this.options.log.warn({ err: error, endpointId, eventId }, 'webhooks: could not record an attempt');
     }
+  }
+
+  /**
+   * Results wait GATHER_MS for company and are written together, in one transaction: far fewer
+   * commits (on SQLite, far fewer pages written to the WAL) than one per attempt. Resolves once
+   * this result is written.
+   */
+  private record(result: AttemptResultRow): Promise<void> {
+    if (this.batch === null) {
+      const batch: ResultBatch = { results: [], written: delay(GATHER_MS).then(() => this.write(batch)) };
+      this.batch = batch;
+    }
+    this.batch.results.push(result);
+    return this.batch.written;
+  }
+
+  private async write(batch: ResultBatch) {
+    if (this.batch === batch) this.batch = null;
+    await this.storage.recordAttempts(this.owner, batch.results);
   }
 
   private async prune() {
@@ -160,9 +202,15 @@ export class Deliverer {
  */
 async function deliveryPlugin(
   app: FastifyInstance,
-  { storage, ...options }: Omit<DelivererOptions, 'log'> & { storage: WebhookStorage },
+  { storage, ...options }: Omit<DelivererOptions, 'log' | 'apiBusy'> & { storage: WebhookStorage },
 ) {
-  const deliverer = new Deliverer(storage, { ...options, log: app.log });
+  // Requests in flight on this process's server, whatever their route.
+  let requests = 0;
+  app.server.on('request', (_request, response) => {
+    requests++;
+    response.once('close', () => requests--);
+  });
+  const deliverer = new Deliverer(storage, { ...options, log: app.log, apiBusy: () => requests > 0 });
   reportBacklogOf(storage);
   let stopped: Promise<void> = Promise.resolve();
   app.addHook('onListen', async () => deliverer.start());

@@ -182,13 +182,26 @@ export function postgresWebhooks(sql: Sql): WebhookStorage {
       return rows.map(toClaimed);
     },
 
-    async recordAttempt(key, owner, record) {
+    async recordAttempts(owner, results) {
+      if (results.length === 0) return;
+      // Every column as text (null stays null), cast in SQL: one array type for the driver to write.
+      const column = (pick: (r: (typeof results)[number]) => string | number | Date | null) =>
+        sql.array(
+          results.map((r) => {
+            const value = pick(r);
+            return value === null ? null : value instanceof Date ? value.toISOString() : String(value);
+          }) as string[],
+        );
       await sql`
-        UPDATE webhook_deliveries SET state = ${record.state}, attempts = attempts + 1,
-          next_attempt_at = ${record.nextAttemptAt}, last_status = ${record.lastStatus}, last_error = ${record.lastError},
-          lease_owner = NULL, lease_until = NULL, updated_at = now()
-        WHERE account = ${key.account} AND endpoint_id = ${key.endpointId} AND event_id = ${key.eventId}
-          AND lease_owner = ${owner}`;
+        UPDATE webhook_deliveries d SET state = r.state, attempts = d.attempts + 1, next_attempt_at = r.next,
+          last_status = r.status, last_error = r.error, lease_owner = NULL, lease_until = NULL, updated_at = now()
+        FROM unnest(${column((r) => r.key.account)}::text[], ${column((r) => r.key.endpointId)}::text[],
+                    ${column((r) => r.key.eventId)}::text[], ${column((r) => r.record.state)}::text[],
+                    ${column((r) => r.record.nextAttemptAt)}::timestamptz[], ${column((r) => r.record.lastStatus)}::int[],
+                    ${column((r) => r.record.lastError)}::text[])
+             AS r(account, endpoint_id, event_id, state, next, status, error)
+        WHERE d.account = r.account AND d.endpoint_id = r.endpoint_id AND d.event_id = r.event_id
+          AND d.lease_owner = ${owner}`;
     },
 
     async disableEndpoint(account, endpointId, reason) {
@@ -204,7 +217,7 @@ export function postgresWebhooks(sql: Sql): WebhookStorage {
         const { count } = await sql`
           DELETE FROM webhook_deliveries WHERE (account, endpoint_id, event_id) IN (
             SELECT account, endpoint_id, event_id FROM webhook_deliveries
-            WHERE state IN ('delivered', 'failed') AND updated_at < ${before} LIMIT ${PRUNE_CHUNK})`;
+            WHERE state <> 'pending' AND updated_at < ${before} LIMIT ${PRUNE_CHUNK})`;
         removed += count;
         if (count < PRUNE_CHUNK) return removed;
       }

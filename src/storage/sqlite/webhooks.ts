@@ -139,7 +139,7 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
   const prune = deliveries.prepare(
     `DELETE FROM webhook_deliveries WHERE (account, endpoint_id, event_id) IN (
        SELECT account, endpoint_id, event_id FROM webhook_deliveries
-       WHERE state IN ('delivered', 'failed') AND updated_at < ? LIMIT ${PRUNE_CHUNK})`,
+       WHERE state <> 'pending' AND updated_at < ? LIMIT ${PRUNE_CHUNK})`,
   );
   const backlog = deliveries.prepare(
     "SELECT count(*) AS pending, min(created_at) AS oldest FROM webhook_deliveries WHERE state = 'pending'",
@@ -179,6 +179,24 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
     for (const row of rows) lease.run(owner, until, row.account, row.endpoint_id, row.event_id);
     return rows;
   });
+  // One transaction for many results: each commit writes whole pages to the WAL, and a batch
+  // of results shares its pages instead of writing them again and again.
+  const recordAll = deliveries.transaction(
+    (owner: string, results: Parameters<WebhookStorage['recordAttempts']>[1]) => {
+      const now = Date.now();
+      for (const { key, record: result } of results) {
+        record.run({
+          ...key,
+          owner,
+          state: result.state,
+          next: result.nextAttemptAt?.getTime() ?? null,
+          status: result.lastStatus,
+          error: result.lastError,
+          now,
+        });
+      }
+    },
+  );
   const disableAndFail = deliveries.transaction((account: string, endpointId: string, reason: string) => {
     disable.run(account, endpointId);
     failPendingThere.run({ account, endpointId, reason, now: Date.now() });
@@ -229,16 +247,8 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
         previousSecretUntil: date(row.previous_secret_until),
       }));
     },
-    async recordAttempt(key, owner, result) {
-      record.run({
-        ...key,
-        owner,
-        state: result.state,
-        next: result.nextAttemptAt?.getTime() ?? null,
-        status: result.lastStatus,
-        error: result.lastError,
-        now: Date.now(),
-      });
+    async recordAttempts(owner, results) {
+      recordAll.immediate(owner, results);
     },
     async disableEndpoint(account, endpointId, reason) {
       disableAndFail.immediate(account, endpointId, reason);
