@@ -5,6 +5,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { ClaimedDelivery, WebhookStorage } from '../storage/types.js';
 import type { AddressGuard } from './address-guard.js';
+import { apiSaturation } from './api-load.js';
 import { attempt, receiverAgents, type ReceiverAgents } from './attempt.js';
 import { reportBacklogOf, webhookAttempts } from './metrics.js';
 import { afterAttempt } from './retry.js';
@@ -17,7 +18,7 @@ export interface DelivererOptions {
   retentionMs: number;
   guard: AddressGuard;
   log: FastifyBaseLogger;
-  /** True while the API is answering requests: deliveries then give way (see `run`). */
+  /** True while the API needs all of the process's CPU: deliveries then give way (see `run`). */
   apiBusy: () => boolean;
 }
 
@@ -86,11 +87,10 @@ export class Deliverer {
   }
 
   /**
-   * The API comes first: deliveries share the process's core with it, and each costs about as
-   * much CPU as a create. So while requests are in flight, the deliverer claims one batch per
-   * second at most (it never stops: a saturated API still sees its events go out, slowly), and
-   * between requests, as much as the concurrency allows; a backlog built under load goes out
-   * when the load eases.
+   * The API comes first: deliveries share the process's CPU with it, and sending one costs about
+   * as much as a create. So while the API saturates the process, the deliverer claims one batch
+   * per second at most (it never stops: events still go out, slowly), and otherwise as much as
+   * the concurrency allows; a backlog built at saturation goes out when the load eases.
    */
   private async run() {
     while (this.running) {
@@ -204,13 +204,7 @@ async function deliveryPlugin(
   app: FastifyInstance,
   { storage, ...options }: Omit<DelivererOptions, 'log' | 'apiBusy'> & { storage: WebhookStorage },
 ) {
-  // Requests in flight on this process's server, whatever their route.
-  let requests = 0;
-  app.server.on('request', (_request, response) => {
-    requests++;
-    response.once('close', () => requests--);
-  });
-  const deliverer = new Deliverer(storage, { ...options, log: app.log, apiBusy: () => requests > 0 });
+  const deliverer = new Deliverer(storage, { ...options, log: app.log, apiBusy: apiSaturation(app.server) });
   reportBacklogOf(storage);
   let stopped: Promise<void> = Promise.resolve();
   app.addHook('onListen', async () => deliverer.start());
