@@ -26,7 +26,7 @@ import { PlantService } from './plants/service.js';
 import { LIMITS, sharedSchemas } from './schemas.js';
 import type { Storage } from './storage/types.js';
 import { AddressGuard } from './webhooks/address-guard.js';
-import { webhookDelivery } from './webhooks/deliverer.js';
+import { webhookDelivery } from './webhooks/delivery-plugin.js';
 import { webhookRoutes } from './webhooks/routes.js';
 import { webhookSchemas } from './webhooks/schemas.js';
 import { WebhookService } from './webhooks/service.js';

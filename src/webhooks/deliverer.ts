@@ -1,13 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import fp from 'fastify-plugin';
+import type { FastifyBaseLogger } from 'fastify';
 import type { ClaimedDelivery, WebhookStorage } from '../storage/types.js';
 import type { AddressGuard } from './address-guard.js';
-import { apiSaturation } from './api-load.js';
 import { attempt, receiverAgents, type ReceiverAgents } from './attempt.js';
-import { reportBacklogOf, webhookAttempts } from './metrics.js';
+import { webhookAttempts } from './metrics.js';
 import { afterAttempt } from './retry.js';
 import { signatureHeader, signingSecrets } from './signer.js';
 
@@ -56,6 +54,7 @@ export class Deliverer {
   private loop: Promise<void> = Promise.resolve();
   private wake: () => void = () => {};
   private pruner: NodeJS.Timeout | undefined;
+  private pruning: Promise<void> = Promise.resolve();
   private lastBusyClaim = 0;
   private batch: ResultBatch | null = null;
 
@@ -70,8 +69,9 @@ export class Deliverer {
   start() {
     this.running = true;
     this.loop = this.run();
-    void this.prune();
-    this.pruner = setInterval(() => void this.prune(), Math.min(PRUNE_EVERY_MS, this.options.retentionMs));
+    const prune = () => (this.pruning = this.prune());
+    prune();
+    this.pruner = setInterval(prune, Math.min(PRUNE_EVERY_MS, this.options.retentionMs));
     this.pruner.unref();
   }
 
@@ -81,7 +81,7 @@ export class Deliverer {
     clearInterval(this.pruner);
     this.wake();
     await this.loop;
-    await Promise.allSettled([...this.inFlight]);
+    await Promise.allSettled([...this.inFlight, this.pruning]);
     this.agents.http.destroy();
     this.agents.https.destroy();
   }
@@ -194,27 +194,3 @@ export class Deliverer {
     }
   }
 }
-
-/**
- * The deliverer of this process: it starts once the server listens (an app only injected into,
- * as in some tests, sends nothing), stops claiming when the app begins to close, and has let
- * its attempts finish by the time the app is closed (before the store is).
- */
-async function deliveryPlugin(
-  app: FastifyInstance,
-  { storage, ...options }: Omit<DelivererOptions, 'log' | 'apiBusy'> & { storage: WebhookStorage },
-) {
-  const deliverer = new Deliverer(storage, { ...options, log: app.log, apiBusy: apiSaturation(app.server) });
-  reportBacklogOf(storage);
-  let stopped: Promise<void> = Promise.resolve();
-  app.addHook('onListen', async () => deliverer.start());
-  app.addHook('preClose', async () => {
-    stopped = deliverer.stop();
-  });
-  app.addHook('onClose', async () => {
-    await stopped;
-    reportBacklogOf(null);
-  });
-}
-
-export const webhookDelivery = fp(deliveryPlugin, { name: 'webhook-delivery' });
