@@ -27,6 +27,11 @@ import { plantRoutes } from './plants/routes.js';
 import { PlantService } from './plants/service.js';
 import { LIMITS, sharedSchemas } from './schemas.js';
 import type { Storage } from './storage/types.js';
+import { AddressGuard } from './webhooks/address-guard.js';
+import { webhookDelivery } from './webhooks/delivery-plugin.js';
+import { webhookRoutes } from './webhooks/routes.js';
+import { webhookSchemas } from './webhooks/schemas.js';
+import { WebhookService } from './webhooks/service.js';
 
 export interface AppDeps {
   config: Config;
@@ -103,6 +108,7 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
     }
   });
   for (const schema of sharedSchemas) app.addSchema(schema);
+  for (const schema of webhookSchemas) app.addSchema(schema);
 
   // Traces first: a request's span starts before any other hook runs.
   if (tracing) await app.register(tracing.requests);
@@ -123,5 +129,17 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   });
   await app.register(rateLimit, { rateLimit: config.rateLimit, redisUrl: config.redisUrl });
   await app.register(plantRoutes, { plants: new PlantService(storage, { groupCommit: config.groupCommit }) });
+
+  // Webhooks: the /webhooks API, and the deliverer that sends the outbox off the request path.
+  const guard = new AddressGuard(config.webhookAllowPrivate);
+  await app.register(webhookRoutes, { webhooks: new WebhookService(storage, guard) });
+  await app.register(webhookDelivery, {
+    storage,
+    guard,
+    timeoutMs: config.webhookTimeout,
+    retrySchedule: config.webhookRetrySchedule,
+    concurrency: config.webhookConcurrency,
+    retentionMs: config.webhookRetention,
+  });
   return app;
 }

@@ -2,6 +2,7 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, Option } from 'commander';
 import ipaddr from 'ipaddr.js';
+import { parseDuration } from './cli/duration.js';
 
 /**
  * Every server setting, once: its flag, its environment variable, its default, how its text is
@@ -92,6 +93,22 @@ function onOff(value: string): boolean {
   if (['1', 'on', 'true'].includes(value)) return true;
   if (['0', 'off', 'false'].includes(value)) return false;
   throw new InvalidArgumentError('expected on or off (1/0, true/false)');
+}
+
+/** A duration (`45s`, `5m`, ...) from `min` to `max` milliseconds. */
+function durationWithin(min: number, max: number, range: string) {
+  return (value: string): number => {
+    const ms = parseDuration(value);
+    if (ms < min || ms > max) throw new InvalidArgumentError(`expected a duration from ${range}`);
+    return ms;
+  };
+}
+
+/** Webhook retries: the wait before each retry, in order (`5s,5m,30m`); 1 to 20 of them. */
+function retrySchedule(value: string): number[] {
+  const waits = value.split(',').map((part) => parseDuration(part.trim()));
+  if (waits.length > 20) throw new InvalidArgumentError('expected at most 20 retries');
+  return waits;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -205,6 +222,46 @@ export const serverSettings = {
     help: 'on SIGTERM, how long in-flight requests may take before the process exits anyway',
     default: 10_000,
     parse: integer(0, 3_600_000),
+  },
+  // Webhooks (src/webhooks/): delivery timing, concurrency, retention, and the SSRF guard's one exception.
+  webhookTimeout: {
+    flag: '--webhook-timeout <duration>',
+    env: 'WEBHOOK_TIMEOUT',
+    help: 'how long a webhook receiver has to answer 2xx before the attempt counts as failed',
+    default: 10_000,
+    defaultText: '10s',
+    parse: durationWithin(1_000, 300_000, '1s to 5m'),
+  },
+  webhookRetrySchedule: {
+    flag: '--webhook-retry-schedule <list>',
+    env: 'WEBHOOK_RETRY_SCHEDULE',
+    help: 'comma-separated waits before each retry of a webhook delivery (each +-20% jitter); then it fails',
+    default: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
+    defaultText: '5s,5m,30m,2h,5h,10h,10h',
+    parse: retrySchedule,
+  },
+  webhookConcurrency: {
+    flag: '--webhook-concurrency <n>',
+    env: 'WEBHOOK_CONCURRENCY',
+    help: 'webhook deliveries in flight at once, per process',
+    default: 16,
+    parse: integer(1, 1_000),
+  },
+  webhookRetention: {
+    flag: '--webhook-retention <duration>',
+    env: 'WEBHOOK_RETENTION',
+    help: 'delivered and failed webhook events are removed this long after they settled',
+    default: 604_800_000,
+    defaultText: '7d',
+    parse: durationWithin(1_000, 31_536_000_000, '1s to 365d'),
+  },
+  webhookAllowPrivate: {
+    flag: '--webhook-allow-private [on|off]',
+    env: 'WEBHOOK_ALLOW_PRIVATE',
+    help: 'development and tests only: let webhooks go to http:// URLs and loopback, private or link-local addresses',
+    default: false,
+    defaultText: 'off',
+    parse: onOff,
   },
   logLevel: {
     flag: '--log-level <level>',

@@ -118,6 +118,118 @@ export interface paths {
     patch: operations['updatePlant'];
     trace?: never;
   };
+  '/webhooks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Lists the account's webhook endpoints
+     * @description Needs webhooks:manage. Oldest first; never a secret.
+     */
+    get: operations['listWebhooks'];
+    put?: never;
+    /**
+     * Registers a webhook endpoint
+     * @description Needs webhooks:manage. The answer holds the signing secret, shown only here. At most 16 endpoints per account. The URL must be https and resolve only to public addresses (checked again at each delivery).
+     */
+    post: operations['createWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/webhooks/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Reads one webhook endpoint
+     * @description Needs webhooks:manage. Never the secret.
+     */
+    get: operations['getWebhook'];
+    put?: never;
+    post?: never;
+    /**
+     * Deletes a webhook endpoint
+     * @description Needs webhooks:manage. Its pending deliveries are dropped.
+     */
+    delete: operations['deleteWebhook'];
+    options?: never;
+    head?: never;
+    /**
+     * Changes url, events, description or enabled
+     * @description Needs webhooks:manage. A new url is checked as at registration. enabled: false stops deliveries and fails the pending ones (recover them after enabling it again); true resumes deliveries, also after a 410 disabled it.
+     */
+    patch: operations['updateWebhook'];
+    trace?: never;
+  };
+  '/webhooks/{id}/rotate-secret': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Replaces the signing secret
+     * @description Needs webhooks:manage. The new secret is shown only here. For 24 hours the old secret keeps signing beside the new one: webhook-signature then carries two signatures, so receivers can switch without losing an event.
+     */
+    post: operations['rotateWebhookSecret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/webhooks/{id}/deliveries': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The endpoint's deliveries, newest first
+     * @description Needs webhooks:manage. Delivered and failed ones are kept for the retention (7 days by default).
+     */
+    get: operations['listWebhookDeliveries'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/webhooks/{id}/recover': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Sends the failed events of a time window again
+     * @description Needs webhooks:manage. After a receiver's outage: every failed event of this endpoint that happened in [since, until) is queued again, as it was, with its original webhook-id, and a fresh retry schedule.
+     */
+    post: operations['recoverWebhookDeliveries'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -188,6 +300,169 @@ export interface components {
       error: number;
       /** @description What went wrong, for a human */
       message: string;
+    };
+    /**
+     * @example {
+     *       "id": "ep_3kTMd9Qx2wR7",
+     *       "url": "https://shop.example.com/hooks/plants",
+     *       "events": [
+     *         "plant.created"
+     *       ],
+     *       "description": "catalogue sync",
+     *       "enabled": true,
+     *       "createdAt": "2026-11-23T10:00:00.000Z"
+     *     }
+     */
+    WebhookEndpoint: {
+      /** @description The endpoint id (ep_...) */
+      id: string;
+      /** @description Where events are POSTed: https, at most 2048 characters, no credentials, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused) */
+      url: string;
+      /** @description The event types sent to this endpoint; plant.created (the sample's "newPlant") by default */
+      events: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
+      /** @description A note for people; empty by default */
+      description: string;
+      /** @description false after PATCH {"enabled": false} or a 410 from the receiver */
+      enabled: boolean;
+      /**
+       * Format: date-time
+       * @description When the endpoint was registered
+       */
+      createdAt: string;
+    };
+    /**
+     * @example {
+     *       "id": "ep_3kTMd9Qx2wR7",
+     *       "url": "https://shop.example.com/hooks/plants",
+     *       "events": [
+     *         "plant.created"
+     *       ],
+     *       "description": "catalogue sync",
+     *       "enabled": true,
+     *       "createdAt": "2026-11-23T10:00:00.000Z",
+     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/1fk3xw3wT0="
+     *     }
+     */
+    WebhookEndpointWithSecret: {
+      /** @description The endpoint id (ep_...) */
+      id: string;
+      /** @description Where events are POSTed: https, at most 2048 characters, no credentials, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused) */
+      url: string;
+      /** @description The event types sent to this endpoint; plant.created (the sample's "newPlant") by default */
+      events: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
+      /** @description A note for people; empty by default */
+      description: string;
+      /** @description false after PATCH {"enabled": false} or a 410 from the receiver */
+      enabled: boolean;
+      /**
+       * Format: date-time
+       * @description When the endpoint was registered
+       */
+      createdAt: string;
+      /** @description The signing secret (whsec_ + base64 of 32 random bytes), shown only in this response */
+      secret: string;
+    };
+    /**
+     * @description Other properties are ignored.
+     * @example {
+     *       "url": "https://shop.example.com/hooks/plants",
+     *       "events": [
+     *         "plant.created"
+     *       ],
+     *       "description": "catalogue sync"
+     *     }
+     */
+    NewWebhookEndpoint: {
+      /** @description Where events are POSTed: https, at most 2048 characters, no credentials, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused) */
+      url: string;
+      /** @description The event types sent to this endpoint; plant.created (the sample's "newPlant") by default */
+      events?: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
+      /** @description A note for people; empty by default */
+      description?: string;
+    } & {
+      [key: string]: unknown;
+    };
+    /**
+     * @description Absent fields stay as they are.
+     * @example {
+     *       "enabled": true
+     *     }
+     */
+    WebhookEndpointPatch: {
+      /** @description Where events are POSTed: https, at most 2048 characters, no credentials, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused) */
+      url?: string;
+      /** @description The event types sent to this endpoint; plant.created (the sample's "newPlant") by default */
+      events?: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
+      /** @description A note for people; empty by default */
+      description?: string;
+      /** @description false stops deliveries (pending ones fail; see recover); true resumes them */
+      enabled?: boolean;
+    } & {
+      [key: string]: unknown;
+    };
+    /**
+     * @example {
+     *       "eventId": "msg_miakb0s8_5rMmlhDBkyFhKyKq",
+     *       "eventType": "plant.created",
+     *       "state": "pending",
+     *       "attempts": 1,
+     *       "lastStatus": 503,
+     *       "lastError": null,
+     *       "nextAttemptAt": "2026-11-23T10:05:00.000Z",
+     *       "createdAt": "2026-11-23T10:00:00.000Z"
+     *     }
+     */
+    WebhookDelivery: {
+      /** @description The event id: the webhook-id header, the same on every attempt */
+      eventId: string;
+      /** @enum {string} */
+      eventType: 'plant.created' | 'plant.updated' | 'plant.deleted';
+      /** @enum {string} */
+      state: 'pending' | 'delivered' | 'failed';
+      /** @description Attempts made so far */
+      attempts: number;
+      /** @description The last attempt's HTTP status, null when it had none */
+      lastStatus: number | null;
+      /** @description Why the last attempt got no answer (timeout, refused address, ...), or null */
+      lastError: string | null;
+      /**
+       * Format: date-time
+       * @description When the next attempt is due; null once delivered or failed
+       */
+      nextAttemptAt: string | null;
+      /**
+       * Format: date-time
+       * @description When the event happened
+       */
+      createdAt: string;
+    };
+    /**
+     * @example {
+     *       "since": "2026-11-23T08:00:00Z"
+     *     }
+     */
+    RecoverRequest: {
+      /**
+       * Format: date-time
+       * @description Start of the window (RFC 3339), inclusive
+       */
+      since: string;
+      /**
+       * Format: date-time
+       * @description End of the window (RFC 3339), exclusive; now when absent
+       */
+      until?: string;
+    } & {
+      [key: string]: unknown;
+    };
+    /**
+     * @example {
+     *       "queued": 12
+     *     }
+     */
+    RecoverResult: {
+      /** @description Failed events queued again, each with its original webhook-id */
+      queued: number;
     };
   };
   responses: {
@@ -266,7 +541,7 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description Conflict with what is stored: for a create, the account already has a plant with this id and a different name or tag. */
+    /** @description Conflict with what is stored: for a create, the account already has a plant with this id and a different name or tag; for a new webhook endpoint, the account already has 16; for a recover, the endpoint is disabled. */
     Error409: {
       headers: {
         [name: string]: unknown;
@@ -745,6 +1020,370 @@ export interface operations {
       403: components['responses']['Error403'];
       404: components['responses']['Error404'];
       412: components['responses']['Error412'];
+      413: components['responses']['Error413'];
+      415: components['responses']['Error415'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+      default: components['responses']['OtherErrors'];
+    };
+  };
+  listWebhooks: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The endpoints */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example [
+           *       {
+           *         "id": "ep_3kTMd9Qx2wR7",
+           *         "url": "https://shop.example.com/hooks/plants",
+           *         "events": [
+           *           "plant.created"
+           *         ],
+           *         "description": "catalogue sync",
+           *         "enabled": true,
+           *         "createdAt": "2026-11-23T10:00:00.000Z"
+           *       }
+           *     ]
+           */
+          'application/json': components['schemas']['WebhookEndpoint'][];
+        };
+      };
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+      default: components['responses']['OtherErrors'];
+    };
+  };
+  createWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "url": "https://shop.example.com/hooks/plants",
+         *       "events": [
+         *         "plant.created"
+         *       ],
+         *       "description": "catalogue sync"
+         *     }
+         */
+        'application/json': components['schemas']['NewWebhookEndpoint'];
+      };
+    };
+    responses: {
+      /** @description Registered; Location is its URL */
+      201: {
+        headers: {
+          /** @description /webhooks/{id} */
+          Location?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "ep_3kTMd9Qx2wR7",
+           *       "url": "https://shop.example.com/hooks/plants",
+           *       "events": [
+           *         "plant.created"
+           *       ],
+           *       "description": "catalogue sync",
+           *       "enabled": true,
+           *       "createdAt": "2026-11-23T10:00:00.000Z",
+           *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/1fk3xw3wT0="
+           *     }
+           */
+          'application/json': components['schemas']['WebhookEndpointWithSecret'];
+        };
+      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      409: components['responses']['Error409'];
+      413: components['responses']['Error413'];
+      415: components['responses']['Error415'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+      default: components['responses']['OtherErrors'];
+    };
+  };
+  getWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The endpoint id (ep_...) */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The endpoint */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "ep_3kTMd9Qx2wR7",
+           *       "url": "https://shop.example.com/hooks/plants",
+           *       "events": [
+           *         "plant.created"
+           *       ],
+           *       "description": "catalogue sync",
+           *       "enabled": true,
+           *       "createdAt": "2026-11-23T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['WebhookEndpoint'];
+        };
+      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      404: components['responses']['Error404'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+      default: components['responses']['OtherErrors'];
+    };
+  };
+  deleteWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The endpoint id (ep_...) */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      404: components['responses']['Error404'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+      default: components['responses']['OtherErrors'];
+    };
+  };
+  updateWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The endpoint id (ep_...) */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "enabled": true
+         *     }
+         */
+        'application/json': components['schemas']['WebhookEndpointPatch'];
+      };
+    };
+    responses: {
+      /** @description The endpoint as it is now */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "ep_3kTMd9Qx2wR7",
+           *       "url": "https://shop.example.com/hooks/plants",
+           *       "events": [
+           *         "plant.created"
+           *       ],
+           *       "description": "catalogue sync",
+           *       "enabled": true,
+           *       "createdAt": "2026-11-23T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['WebhookEndpoint'];
+        };
+      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      404: components['responses']['Error404'];
+      413: components['responses']['Error413'];
+      415: components['responses']['Error415'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+      default: components['responses']['OtherErrors'];
+    };
+  };
+  rotateWebhookSecret: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The endpoint id (ep_...) */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The endpoint with its new secret */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "ep_3kTMd9Qx2wR7",
+           *       "url": "https://shop.example.com/hooks/plants",
+           *       "events": [
+           *         "plant.created"
+           *       ],
+           *       "description": "catalogue sync",
+           *       "enabled": true,
+           *       "createdAt": "2026-11-23T10:00:00.000Z",
+           *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/1fk3xw3wT0="
+           *     }
+           */
+          'application/json': components['schemas']['WebhookEndpointWithSecret'];
+        };
+      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      404: components['responses']['Error404'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+      default: components['responses']['OtherErrors'];
+    };
+  };
+  listWebhookDeliveries: {
+    parameters: {
+      query?: {
+        /** @description How many deliveries, newest first */
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        /** @description The endpoint id (ep_...) */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Newest first */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example [
+           *       {
+           *         "eventId": "msg_miakb0s8_5rMmlhDBkyFhKyKq",
+           *         "eventType": "plant.created",
+           *         "state": "pending",
+           *         "attempts": 1,
+           *         "lastStatus": 503,
+           *         "lastError": null,
+           *         "nextAttemptAt": "2026-11-23T10:05:00.000Z",
+           *         "createdAt": "2026-11-23T10:00:00.000Z"
+           *       }
+           *     ]
+           */
+          'application/json': components['schemas']['WebhookDelivery'][];
+        };
+      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      404: components['responses']['Error404'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+      default: components['responses']['OtherErrors'];
+    };
+  };
+  recoverWebhookDeliveries: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The endpoint id (ep_...) */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "since": "2026-11-23T08:00:00Z"
+         *     }
+         */
+        'application/json': components['schemas']['RecoverRequest'];
+      };
+    };
+    responses: {
+      /** @description Queued again */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "queued": 12
+           *     }
+           */
+          'application/json': components['schemas']['RecoverResult'];
+        };
+      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      404: components['responses']['Error404'];
+      409: components['responses']['Error409'];
       413: components['responses']['Error413'];
       415: components['responses']['Error415'];
       429: components['responses']['Error429'];

@@ -1,4 +1,4 @@
-export const SCOPES = ['plants:read', 'plants:write'] as const;
+export const SCOPES = ['plants:read', 'plants:write', 'webhooks:manage'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** Who is calling: the account whose plants they reach and what they may do with them. */

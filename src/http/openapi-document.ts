@@ -4,6 +4,8 @@ import type { FastifyInstance, FastifySchema } from 'fastify';
 import { sharedSchemas } from '../schemas.js';
 import { docsPage } from './docs-page.js';
 import { ERRORS, OTHER_ERRORS, TAG_DESCRIPTIONS, type ErrorStatus } from './openapi.js';
+import { X_WEBHOOKS } from '../webhooks/events-document.js';
+import { webhookSchemas } from '../webhooks/schemas.js';
 
 const API_DESCRIPTION = `Plant Store keeps each account's plants. Every call needs \`Authorization: Bearer <token>\`:
 an API token from \`plant-store token create\` or, when configured, a JWT from your identity provider.
@@ -36,7 +38,7 @@ interface Document {
 }
 
 const SCHEMAS = '#/components/schemas/';
-const SHARED = new Set(sharedSchemas.map((schema) => schema.$id));
+const SHARED = new Set([...sharedSchemas, ...webhookSchemas].map((schema) => schema.$id));
 
 /** After a create, the plant's own operations take the id the request sent (for stateful testers). */
 const CREATED_PLANT_LINKS = ['getPlant', 'updatePlant', 'deletePlant'];
@@ -120,6 +122,8 @@ async function openApiPlugin(app: FastifyInstance) {
         securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'API token or JWT' } },
       },
       security: [{ bearerAuth: [] }],
+      // Spread in: the plugin's option types know no extensions, though it copies x- keys into the document.
+      ...{ 'x-webhooks': X_WEBHOOKS },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     transform: refBodies,

@@ -51,7 +51,8 @@ export const ERRORS = {
   409: {
     description:
       'Conflict with what is stored: for a create, the account already has a plant with this id ' +
-      'and a different name or tag.',
+      'and a different name or tag; for a new webhook endpoint, the account already has 16; ' +
+      'for a recover, the endpoint is disabled.',
     message: 'a different plant with id 1 already exists',
   },
   412: {

@@ -1,5 +1,6 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import { validateListQuery, validateNewPlant, validatePlantIdParams, validatePlantPatch } from '../plants/validate.js';
+import { WEBHOOK_VALIDATORS } from '../webhooks/validate.js';
 
 /** Which exact check stands behind each input schema (see plants/validate.ts for why not Ajv). */
 const EXACT_VALIDATORS: Record<string, (input: unknown) => unknown> = {
@@ -10,6 +11,7 @@ const EXACT_VALIDATORS: Record<string, (input: unknown) => unknown> = {
   // Conditional headers: any value is well-formed (see IfMatchHeaders).
   IfMatchHeaders: (headers) => headers,
   IfNoneMatchHeaders: (headers) => headers,
+  ...WEBHOOK_VALIDATORS,
 };
 
 export const exactValidatorCompiler: FastifySchemaCompiler<{ $id?: string }> = ({ schema, url, httpPart }) => {

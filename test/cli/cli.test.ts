@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { serverSettings } from '../../src/config.js';
 import { ENGINES, sqlite, withFreshStore } from '../helpers/engines.js';
-import { listPlants, postPlant } from '../helpers/http.js';
+import { call, listPlants, postPlant } from '../helpers/http.js';
 import { runCli, startServer } from '../helpers/server.js';
 
 for (const engine of ENGINES) {
@@ -196,6 +196,13 @@ describe('plant-store serve settings', () => {
       ['a trusted proxy address of three parts', ['--trust-proxy', '10.0.0.1,1.2.3'], {}, /--trust-proxy.*"1\.2\.3"/],
       ['a trusted proxy CIDR too wide', [], { TRUST_PROXY: '10.0.0.0/33' }, /TRUST_PROXY/],
       ['a negative auth failure limit', ['--auth-failure-limit', '-1'], {}, /--auth-failure-limit/],
+      ['a webhook timeout that is not a duration', ['--webhook-timeout', 'soon'], {}],
+      ['a webhook timeout over 5 minutes', ['--webhook-timeout', '10m'], {}],
+      ['a webhook retry schedule with an empty step', ['--webhook-retry-schedule', '1s,,2s'], {}],
+      ['WEBHOOK_RETRY_SCHEDULE from the environment', [], { WEBHOOK_RETRY_SCHEDULE: '5 seconds' }],
+      ['zero webhook concurrency', ['--webhook-concurrency', '0'], {}],
+      ['a webhook retention that is not a duration', ['--webhook-retention', '7 days'], {}],
+      ['WEBHOOK_ALLOW_PRIVATE that is not on or off', [], { WEBHOOK_ALLOW_PRIVATE: 'maybe' }],
     ];
     for (const [what, args, env, names] of bad) {
       it(what, async () => {
@@ -229,6 +236,27 @@ describe('plant-store serve settings', () => {
           await running.stop();
         }
       });
+    });
+    it('WEBHOOK_ALLOW_PRIVATE=1 lets webhooks reach local http receivers; 0 keeps the guard on', async () => {
+      for (const [value, status] of [
+        ['1', 201],
+        ['0', 400],
+      ] as const) {
+        await withFreshStore(sqlite, async (url) => {
+          const server = await startServer({ database: url, env: { WEBHOOK_ALLOW_PRIVATE: value } });
+          try {
+            const reply = await call(`${server.url}/webhooks`, {
+              method: 'POST',
+              token: server.firstToken!,
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ url: 'http://127.0.0.1:9/hook' }),
+            });
+            assert.equal(reply.status, status, `WEBHOOK_ALLOW_PRIVATE=${value}: ${reply.text}`);
+          } finally {
+            await server.stop();
+          }
+        });
+      }
     });
     it('flags win over environment variables', async () => {
       await withFreshStore(sqlite, async (url) => {

@@ -23,6 +23,11 @@ export const TEST_CONFIG: Config = {
   trustProxy: false,
   groupCommit: true,
   logLevel: 'info',
+  webhookTimeout: 10_000,
+  webhookRetrySchedule: [1_000, 2_000],
+  webhookConcurrency: 16,
+  webhookRetention: 604_800_000,
+  webhookAllowPrivate: true,
 };
 
 export interface TestApp {

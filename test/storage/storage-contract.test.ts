@@ -496,7 +496,7 @@ for (const engine of ENGINES) {
     const store = freshStores(engine, 5);
 
     it('migrates exactly once when they all open at the same moment', async () => {
-      assert.deepEqual(await migrationsRecorded(engine, store.url), [1, 2]);
+      assert.deepEqual(await migrationsRecorded(engine, store.url), [1, 2, 3]);
     });
 
     it('creates exactly one first token when they all ask at once', async () => {

@@ -3,6 +3,7 @@ import { DEFAULT_POOL_MAX, connect } from './connection.js';
 import { migrate } from './migrations.js';
 import { postgresPlants } from './plants.js';
 import { postgresTokens } from './tokens.js';
+import { postgresWebhooks } from './webhooks.js';
 
 /** A pooled PostgreSQL store, its schema brought up to date before it is handed out. */
 export async function openPostgres(url: string, poolMax = DEFAULT_POOL_MAX): Promise<Storage> {
@@ -18,6 +19,7 @@ export async function openPostgres(url: string, poolMax = DEFAULT_POOL_MAX): Pro
     engine: 'postgres',
     ...postgresPlants(sql),
     ...postgresTokens(sql),
+    ...postgresWebhooks(sql),
     async ping() {
       await sql`SELECT 1`;
     },

@@ -5,6 +5,7 @@ import type { Storage } from '../types.js';
 import { migrate } from './migrations.js';
 import { sqlitePlants } from './plants.js';
 import { sqliteTokens } from './tokens.js';
+import { sqliteWebhooks } from './webhooks.js';
 
 export function sqlitePath(url: string): string {
   return url.slice('sqlite:'.length);
@@ -21,15 +22,23 @@ export function openSqlite(url: string): Storage {
   db.pragma('synchronous = FULL');
   migrate(db);
   const ping = db.prepare('SELECT 1');
+  // The webhook deliverer's connection: its commits are not synced one by one (see webhooks.ts).
+  const deliveries = path === ':memory:' ? db : new Database(path);
+  if (deliveries !== db) {
+    deliveries.pragma('busy_timeout = 5000');
+    deliveries.pragma('synchronous = NORMAL');
+  }
 
   return {
     engine: 'sqlite',
     ...sqlitePlants(db),
     ...sqliteTokens(db),
+    ...sqliteWebhooks(db, deliveries),
     async ping() {
       ping.get();
     },
     async close() {
+      if (deliveries !== db) deliveries.close();
       db.close();
     },
   };

@@ -57,6 +57,14 @@ const MIGRATIONS = [
      PRIMARY KEY (account, endpoint_id, event_id)
    ) WITHOUT ROWID;
    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at);`,
+  // Webhooks: an endpoint's deliveries newest first (listing, recover); pending ones by due time
+  // and settled ones by age (retention), each a partial index, so that the insert of a new event
+  // (pending) in the change's transaction updates one index fewer. The due index holds created_at
+  // too, so /metrics reads the backlog (count, oldest) from the index alone.
+  `DROP INDEX webhook_deliveries_due;
+   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at, created_at) WHERE state = 'pending';
+   CREATE INDEX webhook_deliveries_settled ON webhook_deliveries (updated_at) WHERE state <> 'pending';
+   CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (account, endpoint_id, created_at);`,
 ];
 
 export function migrate(db: Database.Database) {

@@ -1,0 +1,94 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { HttpError } from '../errors.js';
+
+/** Longest accepted webhook URL, in characters. */
+export const MAX_URL_LENGTH = 2048;
+
+/** How a host name becomes addresses; dns.lookup (the system resolver, as node:http uses) unless a test says otherwise. */
+export type Resolver = (hostname: string, callback: (error: Error | null, addresses: LookupAddress[]) => void) => void;
+
+const systemResolver: Resolver = (hostname, callback) => dnsLookup(hostname, { all: true }, callback);
+
+/** A URL's host as an address when it is one: `[::1]` -> `::1`. */
+function literalAddress(hostname: string): string | null {
+  const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+  return isIP(bare) === 0 ? null : bare;
+}
+
+export class AddressRefused extends Error {
+  readonly code = 'EADDRNOTALLOWED';
+}
+
+/**
+ * The SSRF guard. Without `allowPrivate`, webhooks go only to https URLs whose host is a global
+ * unicast address: ipaddr.js classifies each address (IPv4, IPv6, and IPv4-mapped IPv6 as the
+ * IPv4 address it maps), and every class but `unicast` is refused: loopback, private, unique-local,
+ * link-local (cloud metadata at 169.254.169.254), CGNAT, unspecified, multicast, broadcast,
+ * reserved, and the IPv6 forms that embed an IPv4 address (6to4, NAT64, Teredo).
+ *
+ * The check runs at registration and again at each attempt inside `lookup`, the resolver the
+ * connection itself uses: the address checked is the address connected to, so a name that
+ * resolves to a public address at registration and a private one later (DNS rebinding) is refused.
+ */
+export class AddressGuard {
+  constructor(
+    readonly allowPrivate: boolean,
+    private readonly resolve: Resolver = systemResolver,
+  ) {}
+
+  /** Why `address` may not be connected to, or null when it may. */
+  refusal(address: string): string | null {
+    if (this.allowPrivate) return null;
+    let ip: ipaddr.IPv4 | ipaddr.IPv6;
+    try {
+      ip = ipaddr.parse(address);
+    } catch {
+      return `${address} is not an IP address`;
+    }
+    if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+    const range = ip.range();
+    return range === 'unicast' ? null : `${address} is not a public address (${range})`;
+  }
+
+  /** For node:net (`lookup` of a connection): resolves, then refuses unless every address is allowed. */
+  readonly lookup: LookupFunction = (hostname, options, callback) => {
+    this.resolve(hostname, (error, addresses) => {
+      const fail = (e: Error) => (options.all ? callback(e, []) : callback(e, '', 0));
+      if (error) return fail(error);
+      const wanted = addresses.filter((a) => !options.family || a.family === options.family);
+      if (wanted.length === 0) return fail(new Error(`${hostname} has no address`));
+      const refused = wanted.map((a) => this.refusal(a.address)).find((r) => r !== null);
+      if (refused) return fail(new AddressRefused(`address not allowed: ${refused}`));
+      if (options.all) callback(null, wanted);
+      else callback(null, wanted[0]!.address, wanted[0]!.family);
+    });
+  };
+
+  /** At each attempt, before connecting: what `lookup` cannot see (a URL whose host is an address). */
+  refusalOfUrl(url: URL): string | null {
+    if (!this.allowPrivate && url.protocol !== 'https:') return 'only https URLs are allowed';
+    const literal = literalAddress(url.hostname);
+    return literal === null ? null : this.refusal(literal);
+  }
+
+  /** At registration: a 400 naming `url` unless the URL is https and its host resolves only to allowed addresses. */
+  async checkUrl(text: string): Promise<void> {
+    const url = new URL(text);
+    const refusedUrl = this.refusalOfUrl(url);
+    if (refusedUrl !== null) throw badUrl(refusedUrl);
+    if (this.allowPrivate || literalAddress(url.hostname) !== null) return;
+    const addresses = await new Promise<LookupAddress[]>((done, fail) =>
+      this.resolve(url.hostname, (error, found) => (error ? fail(error) : done(found))),
+    ).catch(() => {
+      throw badUrl(`its host ${url.hostname} cannot be resolved`);
+    });
+    const refused = addresses.map((a) => this.refusal(a.address)).find((r) => r !== null);
+    if (refused) throw badUrl(`its host ${url.hostname} resolves to ${refused}`);
+  }
+}
+
+function badUrl(reason: string): HttpError {
+  return new HttpError(400, `url is not allowed: ${reason}; webhooks go to public https addresses`);
+}

@@ -1,0 +1,197 @@
+import type { FastifyInstance } from 'fastify';
+import { requireJsonBody } from '../http/json-body.js';
+import { errorResponses, TAGS } from '../http/openapi.js';
+import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
+import {
+  DeliveriesQuery,
+  NewWebhookEndpoint,
+  RecoverRequest,
+  WebhookDeliveries,
+  WebhookEndpointPatch,
+  WebhookEndpoints,
+  WebhookIdParams,
+} from './schemas.js';
+import type { WebhookService } from './service.js';
+
+const common = { tags: [TAGS.webhooks] };
+
+export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhooks: WebhookService }) {
+  const route = { config: ACCOUNT_RATE_LIMITED, onRequest: app.requireScope('webhooks:manage') };
+  const withBody = { ...route, preParsing: requireJsonBody };
+
+  app.post<{ Body: NewWebhookEndpoint }>(
+    '/webhooks',
+    {
+      ...withBody,
+      schema: {
+        ...common,
+        operationId: 'createWebhook',
+        summary: 'Registers a webhook endpoint',
+        description:
+          'Needs webhooks:manage. The answer holds the signing secret, shown only here. At most 16 endpoints per account. ' +
+          'The URL must be https and resolve only to public addresses (checked again at each delivery).',
+        body: NewWebhookEndpoint,
+        response: {
+          201: {
+            description: 'Registered; Location is its URL',
+            headers: { Location: { type: 'string', description: '/webhooks/{id}' } },
+            $ref: 'WebhookEndpointWithSecret#',
+          },
+          ...errorResponses(400, 401, 403, 409, 413, 415, 429, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const created = await webhooks.create(request.caller!.account, request.body);
+      return reply.code(201).header('location', `/webhooks/${created.id}`).send(created);
+    },
+  );
+
+  app.get(
+    '/webhooks',
+    {
+      ...route,
+      schema: {
+        ...common,
+        operationId: 'listWebhooks',
+        summary: "Lists the account's webhook endpoints",
+        description: 'Needs webhooks:manage. Oldest first; never a secret.',
+        response: {
+          200: { description: 'The endpoints', ...WebhookEndpoints },
+          ...errorResponses(401, 403, 429, 500, 503),
+        },
+      },
+    },
+    async (request) => webhooks.list(request.caller!.account),
+  );
+
+  app.get<{ Params: WebhookIdParams }>(
+    '/webhooks/:id',
+    {
+      ...route,
+      schema: {
+        ...common,
+        operationId: 'getWebhook',
+        summary: 'Reads one webhook endpoint',
+        description: 'Needs webhooks:manage. Never the secret.',
+        params: WebhookIdParams,
+        response: {
+          200: { description: 'The endpoint', $ref: 'WebhookEndpoint#' },
+          ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+        },
+      },
+    },
+    async (request) => webhooks.get(request.caller!.account, request.params.id),
+  );
+
+  app.patch<{ Params: WebhookIdParams; Body: WebhookEndpointPatch }>(
+    '/webhooks/:id',
+    {
+      ...withBody,
+      schema: {
+        ...common,
+        operationId: 'updateWebhook',
+        summary: 'Changes url, events, description or enabled',
+        description:
+          'Needs webhooks:manage. A new url is checked as at registration. enabled: false stops deliveries and fails the ' +
+          'pending ones (recover them after enabling it again); true resumes deliveries, also after a 410 disabled it.',
+        params: WebhookIdParams,
+        body: WebhookEndpointPatch,
+        response: {
+          200: { description: 'The endpoint as it is now', $ref: 'WebhookEndpoint#' },
+          ...errorResponses(400, 401, 403, 404, 413, 415, 429, 500, 503),
+        },
+      },
+    },
+    async (request) => webhooks.update(request.caller!.account, request.params.id, request.body),
+  );
+
+  app.delete<{ Params: WebhookIdParams }>(
+    '/webhooks/:id',
+    {
+      ...route,
+      schema: {
+        ...common,
+        operationId: 'deleteWebhook',
+        summary: 'Deletes a webhook endpoint',
+        description: 'Needs webhooks:manage. Its pending deliveries are dropped.',
+        params: WebhookIdParams,
+        response: {
+          204: { description: 'Deleted', type: 'null' },
+          ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      await webhooks.remove(request.caller!.account, request.params.id);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post<{ Params: WebhookIdParams }>(
+    '/webhooks/:id/rotate-secret',
+    {
+      ...route,
+      schema: {
+        ...common,
+        operationId: 'rotateWebhookSecret',
+        summary: 'Replaces the signing secret',
+        description:
+          'Needs webhooks:manage. The new secret is shown only here. For 24 hours the old secret keeps signing beside the ' +
+          'new one: webhook-signature then carries two signatures, so receivers can switch without losing an event.',
+        params: WebhookIdParams,
+        response: {
+          200: { description: 'The endpoint with its new secret', $ref: 'WebhookEndpointWithSecret#' },
+          ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+        },
+      },
+    },
+    async (request) => webhooks.rotateSecret(request.caller!.account, request.params.id),
+  );
+
+  app.get<{ Params: WebhookIdParams; Querystring: DeliveriesQuery }>(
+    '/webhooks/:id/deliveries',
+    {
+      ...route,
+      schema: {
+        ...common,
+        operationId: 'listWebhookDeliveries',
+        summary: "The endpoint's deliveries, newest first",
+        description: 'Needs webhooks:manage. Delivered and failed ones are kept for the retention (7 days by default).',
+        params: WebhookIdParams,
+        querystring: DeliveriesQuery,
+        response: {
+          200: { description: 'Newest first', ...WebhookDeliveries },
+          ...errorResponses(400, 401, 403, 404, 429, 500, 503),
+        },
+      },
+    },
+    async (request) => webhooks.deliveries(request.caller!.account, request.params.id, request.query.limit!),
+  );
+
+  app.post<{ Params: WebhookIdParams; Body: RecoverRequest }>(
+    '/webhooks/:id/recover',
+    {
+      ...withBody,
+      schema: {
+        ...common,
+        operationId: 'recoverWebhookDeliveries',
+        summary: 'Sends the failed events of a time window again',
+        description:
+          "Needs webhooks:manage. After a receiver's outage: every failed event of this endpoint that happened in " +
+          '[since, until) is queued again, as it was, with its original webhook-id, and a fresh retry schedule.',
+        params: WebhookIdParams,
+        body: RecoverRequest,
+        response: {
+          202: { description: 'Queued again', $ref: 'RecoverResult#' },
+          ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { since, until } = request.body;
+      const queued = await webhooks.recover(request.caller!.account, request.params.id, since, until);
+      return reply.code(202).send({ queued });
+    },
+  );
+}
