@@ -115,6 +115,7 @@ async function openApiPlugin(app: FastifyInstance) {
         version: '1.0.0',
         description: API_DESCRIPTION,
         license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
+        contact: { name: 'Plant Store' },
       },
       // Relative: the server that served this document, wherever it runs.
       servers: [{ url: '/', description: 'This server' }],
