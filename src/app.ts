@@ -20,7 +20,7 @@ import { securityHeaders } from './http/security-headers.js';
 import { notFoundOrWrongMethod } from './http/routing.js';
 import { exactValidatorCompiler } from './http/validation.js';
 import { health } from './ops/health.js';
-import { observability, requestId } from './ops/observability.js';
+import { lazyChildLogger, observability, requestId } from './ops/observability.js';
 import { plantRoutes } from './plants/routes.js';
 import { PlantService } from './plants/service.js';
 import { LIMITS, sharedSchemas } from './schemas.js';
@@ -61,6 +61,8 @@ export function serverOptions(config: Config, logStream?: Writable): FastifyServ
     },
     // One line per request comes from ops/observability.ts instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
+    // A request's child logger is made only when something logs through it.
+    childLoggerFactory: lazyChildLogger,
     requestIdHeader: false,
     genReqId: requestId,
     return503OnClosing: false,
