@@ -2,7 +2,7 @@ import { HttpError } from '../errors.js';
 import { createsAcknowledged, plantsCreated, storageOperation, timed } from '../ops/metrics.js';
 import type { NewPlant, Plant } from '../schemas.js';
 import { groupCommit } from '../storage/group-commit.js';
-import type { PlantRecord, Storage } from '../storage/types.js';
+import type { PlantRecord, PlantWrite, Storage } from '../storage/types.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { PageCache } from './page-cache.js';
 
@@ -34,7 +34,17 @@ export class PlantService {
     private readonly storage: Storage,
     options: { groupCommit: boolean },
   ) {
-    this.write = groupCommit(storage, options.groupCommit);
+    // Own commits drop only the pages of the accounts they wrote (see PageCache). SQLite has
+    // committed when insertPlants returns (better-sqlite3 is synchronous), so the note made then
+    // leaves no moment in which a cached page is older than the store; the note made when the
+    // promise settles does the same for an engine that commits later.
+    const insertPlants = (writes: PlantWrite[]) => {
+      const accounts = new Set(writes.map((write) => write.account));
+      const committed = storage.insertPlants(writes);
+      this.pages.noteOwnCommit(accounts);
+      return committed.finally(() => this.pages.noteOwnCommit(accounts));
+    };
+    this.write = groupCommit({ ...storage, insertPlants }, options.groupCommit);
   }
 
   /** Stores the plant, or confirms a retry of it; a different plant under the same id is a 409. */
@@ -52,10 +62,12 @@ export class PlantService {
   async page(account: string, limit: number, cursor: string | undefined): Promise<Page> {
     const after = cursor === undefined ? null : decodeCursor(cursor);
     if (limit === 0) return { plants: [], next: null, shared: false };
-    // The version is read before the rows, so a page is never stamped newer than what it holds.
+    // The version and the own-commit count are read before the rows, so a page is never stamped
+    // newer than what it holds.
     const version = this.storage.plantsVersion();
     const cached = version === null ? undefined : this.pages.get(version, account, after, limit);
     if (cached !== undefined) return cached;
+    const since = this.pages.commitsSoFar();
     const rows = await timed(storageOperation.list, () => this.storage.listPlants(account, after, limit + 1));
     const more = rows.length > limit;
     const page: Page = {
@@ -63,7 +75,7 @@ export class PlantService {
       next: more ? encodeCursor(rows[limit - 1]!.id) : null,
       shared: false,
     };
-    if (version !== null) page.shared = this.pages.set(version, account, after, limit, page);
+    if (version !== null) page.shared = this.pages.set(version, since, account, after, limit, page);
     return page;
   }
 

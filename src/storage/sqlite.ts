@@ -94,9 +94,8 @@ export function openSqlite(url: string): Storage {
   const countTokens = db.prepare('SELECT count(*) AS n FROM api_tokens');
   const selectOneRow = db.prepare('SELECT 1');
 
-  // data_version moves when another connection (another process) commits; this connection's own
-  // writes are counted here, failed ones too (a version moved for nothing only costs a cache miss).
-  // Either one moves `plantsVersion`.
+  // data_version moves when another connection (another process) commits, and only then: this
+  // connection's own commits leave it (and `plantsVersion`) where it is.
   const dataVersion = db.prepare('PRAGMA data_version').pluck();
   let seenDataVersion = dataVersion.get();
   let version = 0;
@@ -133,11 +132,7 @@ export function openSqlite(url: string): Storage {
   return {
     engine: 'sqlite',
     async insertPlants(writes) {
-      try {
-        return insertAll.immediate(writes);
-      } finally {
-        version++;
-      }
+      return insertAll.immediate(writes);
     },
     plantsVersion() {
       const current = dataVersion.get();
