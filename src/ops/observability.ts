@@ -49,13 +49,25 @@ class RequestLogger {
   set level(level: string) {
     this.logger.level = level;
   }
-  fatal: pino.LogFn = (...args: Parameters<pino.LogFn>) => this.logger.fatal(...args);
-  error: pino.LogFn = (...args: Parameters<pino.LogFn>) => this.logger.error(...args);
-  warn: pino.LogFn = (...args: Parameters<pino.LogFn>) => this.logger.warn(...args);
-  info: pino.LogFn = (...args: Parameters<pino.LogFn>) => this.logger.info(...args);
-  debug: pino.LogFn = (...args: Parameters<pino.LogFn>) => this.logger.debug(...args);
-  trace: pino.LogFn = (...args: Parameters<pino.LogFn>) => this.logger.trace(...args);
-  silent: pino.LogFn = () => {};
+  fatal(...args: Parameters<pino.LogFn>) {
+    this.logger.fatal(...args);
+  }
+  error(...args: Parameters<pino.LogFn>) {
+    this.logger.error(...args);
+  }
+  warn(...args: Parameters<pino.LogFn>) {
+    this.logger.warn(...args);
+  }
+  info(...args: Parameters<pino.LogFn>) {
+    this.logger.info(...args);
+  }
+  debug(...args: Parameters<pino.LogFn>) {
+    this.logger.debug(...args);
+  }
+  trace(...args: Parameters<pino.LogFn>) {
+    this.logger.trace(...args);
+  }
+  silent() {}
   child(bindings: Bindings, options?: pino.ChildLoggerOptions): FastifyBaseLogger {
     return this.logger.child(bindings, options);
   }
