@@ -1,6 +1,5 @@
 import type { Writable } from 'node:stream';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import pino from 'pino';
 import { apiTokenVerifier } from './auth/api-token-verifier.js';
 import bearer from './auth/bearer.js';
 import { jwtVerifier } from './auth/jwt.js';
@@ -20,6 +19,7 @@ import { securityHeaders } from './http/security-headers.js';
 import { notFoundOrWrongMethod } from './http/routing.js';
 import { exactValidatorCompiler } from './http/validation.js';
 import { health } from './ops/health.js';
+import { LogOutput } from './ops/log-output.js';
 import { lazyChildLogger, observability, requestId } from './ops/observability.js';
 import { plantRoutes } from './plants/routes.js';
 import { PlantService } from './plants/service.js';
@@ -34,18 +34,17 @@ export interface AppDeps {
 }
 
 /**
- * Standard output, written in blocks of 4 KiB or every 100 ms instead of one write per line (a
- * system call per request was a twentieth of a create's CPU time in the bench). One per process.
- * pino flushes a synchronous destination on exit only when asked, so the exit hook writes what is
- * buffered: every path out (SIGTERM through close-with-grace, an uncaught error, process.exit)
- * passes through it, and only a SIGKILL loses the last 100 ms of lines.
+ * Standard output, written in blocks (ops/log-output.ts) instead of one write per line. One per
+ * process. The exit hook writes what is buffered: every path out (SIGTERM through
+ * close-with-grace, an uncaught error, process.exit) passes through it, and only a SIGKILL loses
+ * the last 100 ms of lines.
  */
-let stdoutDestination: ReturnType<typeof pino.destination> | undefined;
+let stdoutDestination: LogOutput | undefined;
 
 function bufferedStdout() {
   if (stdoutDestination === undefined) {
-    const destination = pino.destination({ dest: 1, sync: true, minLength: 4096, periodicFlush: 100 });
-    process.on('exit', () => destination.flushSync());
+    const destination = new LogOutput(1);
+    process.on('exit', () => destination.flush());
     stdoutDestination = destination;
   }
   return stdoutDestination;

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { LogOutput } from '../../src/ops/log-output.js';
+
+describe('log lines are written in blocks, every line whole and in order', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'log-output-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  function output() {
+    const file = join(dir, `out-${Math.random()}.log`);
+    const fd = openSync(file, 'w');
+    return { out: new LogOutput(fd), read: () => readFileSync(file, 'utf8'), close: () => closeSync(fd) };
+  }
+
+  it('keeps short lines in memory until flushed, then writes them all', () => {
+    const { out, read, close } = output();
+    out.write('{"n":1}\n');
+    out.write('{"n":2,"name":"Fougère 🌿"}\n');
+    assert.equal(read(), '', 'nothing written yet');
+    out.flush();
+    assert.equal(read(), '{"n":1}\n{"n":2,"name":"Fougère 🌿"}\n');
+    out.flush();
+    assert.equal(read(), '{"n":1}\n{"n":2,"name":"Fougère 🌿"}\n', 'a second flush writes nothing again');
+    close();
+  });
+
+  it('writes by itself once 32 KiB of lines are waiting', () => {
+    const { out, read, close } = output();
+    const line = `${'x'.repeat(1023)}\n`;
+    for (let i = 0; i < 31; i++) out.write(line);
+    assert.equal(read(), '');
+    out.write(line);
+    assert.equal(read(), line.repeat(32));
+    close();
+  });
+
+  it('writes what is waiting within 100 ms without being asked', async () => {
+    const { out, read, close } = output();
+    out.write('{"late":true}\n');
+    const deadline = Date.now() + 5_000;
+    while (read() === '' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(read(), '{"late":true}\n');
+    close();
+  });
+});
