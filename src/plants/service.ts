@@ -5,6 +5,7 @@ import { groupCommit } from '../storage/group-commit.js';
 import type { PlantRecord, PlantWrite, Storage } from '../storage/types.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { PageCache } from './page-cache.js';
+import { VersionPerTurn } from './version-per-turn.js';
 
 export interface Page {
   plants: Plant[];
@@ -29,6 +30,8 @@ async function* toPlantChunks(chunks: AsyncIterable<PlantRecord[]>): AsyncIterab
 export class PlantService {
   private readonly write;
   private readonly pages = new PageCache();
+  /** Null when the engine cannot tell when others commit (PostgreSQL): then nothing is cached. */
+  private readonly versions: VersionPerTurn | null;
 
   constructor(
     private readonly storage: Storage,
@@ -45,6 +48,7 @@ export class PlantService {
       return committed.finally(() => this.pages.noteOwnCommit(accounts));
     };
     this.write = groupCommit({ ...storage, insertPlants }, options.groupCommit);
+    this.versions = storage.plantsVersion() === null ? null : new VersionPerTurn(() => storage.plantsVersion());
   }
 
   /** Stores the plant, or confirms a retry of it; a different plant under the same id is a 409. */
@@ -64,7 +68,7 @@ export class PlantService {
     if (limit === 0) return { plants: [], next: null, shared: false };
     // The version and the own-commit count are read before the rows, so a page is never stamped
     // newer than what it holds.
-    const version = this.storage.plantsVersion();
+    const version = this.versions === null ? null : await this.versions.next();
     const cached = version === null ? undefined : this.pages.get(version, account, after, limit);
     if (cached !== undefined) return cached;
     const since = this.pages.commitsSoFar();
