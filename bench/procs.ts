@@ -29,6 +29,22 @@ export function freePort(): Promise<number> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * Servers still running. Should the bench itself die (an error, Ctrl-C, a closed pipe on its
+ * standard output), its exit takes them along instead of leaving them serving.
+ */
+const running = new Set<number>();
+process.on('exit', () => {
+  for (const pid of running) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => process.exit(130));
+
 async function waitReady(url: string, child: ChildProcess, logFile: string) {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
@@ -80,6 +96,8 @@ export async function start(options: StartOptions): Promise<Proc> {
   const url = `http://127.0.0.1:${options.port}`;
   await waitReady(url + options.probePath, child, options.logFile);
   const pid = options.wrap ? childOf(child.pid!) : child.pid!;
+  running.add(child.pid!).add(pid);
+  void exited.then(() => running.delete(child.pid!) && running.delete(pid));
   return {
     name: options.name,
     url,
