@@ -112,13 +112,16 @@ const esc = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').
 export function flameSvg(root: Frame, title: string): string {
   const width = 1200;
   const rowHeight = 16;
-  const depth = (frame: Frame): number => 1 + Math.max(0, ...[...frame.children.values()].map(depth));
+  // Frames under 0.2 % of the busy time are left out: too narrow to read, and they only make the graph tall.
+  const shown = (frame: Frame) => frame.total >= root.total * 0.002;
+  const depth = (frame: Frame): number =>
+    1 + Math.max(0, ...[...frame.children.values()].filter(shown).map(depth));
   const rows = depth(root);
   const height = rows * rowHeight + 40;
   const rects: string[] = [];
   const place = (frame: Frame, x: number, level: number, scale: number) => {
     const w = frame.total * scale;
-    if (w < 0.3) return;
+    if (!shown(frame)) return;
     const y = height - 10 - (level + 1) * rowHeight;
     const share = ((frame.total / root.total) * 100).toFixed(1);
     const hue = frame.name.includes('node_modules') || /^[\w@-]+\//.test(frame.name.split(' ')[1] ?? '') ? 30 : 10;
