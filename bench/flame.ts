@@ -114,8 +114,7 @@ export function flameSvg(root: Frame, title: string): string {
   const rowHeight = 16;
   // Frames under 0.2 % of the busy time are left out: too narrow to read, and they only make the graph tall.
   const shown = (frame: Frame) => frame.total >= root.total * 0.002;
-  const depth = (frame: Frame): number =>
-    1 + Math.max(0, ...[...frame.children.values()].filter(shown).map(depth));
+  const depth = (frame: Frame): number => 1 + Math.max(0, ...[...frame.children.values()].filter(shown).map(depth));
   const rows = depth(root);
   const height = rows * rowHeight + 40;
   const rects: string[] = [];
