@@ -1,22 +1,24 @@
 /**
- * `npm run bench:profile -- [get|post] [seconds]`: the service under the bench's load with
- * `node --cpu-prof`, then bench/profiles/<request>.svg (flame graph of the busy time) and
- * bench/profiles/<request>.md (the functions that take it). Server on CPU 0, wrk on CPU 1, as in
- * the bench; SQLite store of 1,000 plants in a temporary directory.
+ * `npm run bench:profile -- [get|post|mixed] [seconds]`: the service under one of the bench's loads
+ * with `node --cpu-prof`, then bench/profiles/<load>.svg (flame graph of the busy time) and
+ * bench/profiles/<load>.md (the functions that take it). Server on CPU 0, wrk on CPU 1, as in the
+ * bench; a SQLite store of 1,000 plants (and for `mixed`, 1,000 accounts of 100) in a temporary
+ * directory.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { callTree, flameSvg, selfByPlace, topFunctions, type CpuProfile } from './flame.js';
-import { chooseGenerator, load, type LoadSpec } from './load.js';
+import { chooseGenerator, load, type LoadSpec, type Workload } from './load.js';
 import { LOAD_CPU, SERVER_CPU, pinSelf } from './machine.js';
 import { cpuSeconds } from './procs.js';
+import { MIXED } from './scenarios/mixed.js';
 import { startServer } from './servers.js';
 import { prepareSqlite } from './stores.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const request = process.argv[2] === 'post' ? 'post' : 'get';
+const request = (['post', 'mixed'] as const).find((name) => name === process.argv[2]) ?? 'get';
 const seconds = Number(process.argv[3] ?? 10);
 const scratch = mkdtempSync(join(tmpdir(), 'plant-store-profile-'));
 const profileDir = join(scratch, 'cpu-prof');
@@ -24,20 +26,26 @@ const generator = chooseGenerator();
 pinSelf();
 
 try {
-  const store = await prepareSqlite(scratch, { getPlants: 1_000, listPlants: 0, mixedAccounts: 0 });
+  const store = await prepareSqlite(scratch, {
+    getPlants: 1_000,
+    listPlants: 0,
+    mixedAccounts: request === 'mixed' ? 1_000 : 0,
+  });
   const server = await startServer('service', store, {
     scratch,
     cpus: SERVER_CPU,
     nodeArgs: ['--cpu-prof', '--cpu-prof-dir', profileDir],
   });
-  const method = request === 'get' ? 'GET' : 'POST';
-  const path = request === 'get' ? '/plants?limit=10' : '/plants';
+  const what = { get: 'GET /plants?limit=10', post: 'POST /plants', mixed: 'Many accounts, mixed' }[request];
+  const workload = (idBase: number): Workload =>
+    request === 'get'
+      ? { kind: 'get', path: '/plants?limit=10', token: store.tokens.get }
+      : request === 'post'
+        ? { kind: 'post', token: store.tokens.post, idBase }
+        : { kind: 'mixed', tokensFile: store.mixedTokensFile, idBase, ...MIXED };
   const spec = (durationSec: number, idBase: number): LoadSpec => ({
     baseUrl: server.url,
-    workload:
-      request === 'get'
-        ? { kind: 'get', path, token: store.tokens.get }
-        : { kind: 'post', token: store.tokens.post, idBase },
+    workload: workload(idBase),
     connections: 64,
     durationSec,
     cpus: LOAD_CPU,
@@ -55,7 +63,7 @@ try {
   const root = callTree(profile);
   const places = selfByPlace(profile).slice(0, 30);
   const { self, inclusive } = topFunctions(root, 40);
-  const title = `${method} ${path}: ${Math.round(result.rps)} req/s, ${cpuUs.toFixed(0)} µs of server CPU per request (warm-up included in the profile)`;
+  const title = `${what}: ${Math.round(result.rps)} req/s, ${cpuUs.toFixed(0)} µs of server CPU per request (warm-up included in the profile)`;
   const outDir = join(ROOT, 'bench/profiles');
   mkdirSync(outDir, { recursive: true });
   writeFileSync(join(outDir, `${request}.svg`), flameSvg(root, title));
