@@ -7,7 +7,7 @@
  * Server on core 0, load generator on core 1 (taskset) when the machine has two cores.
  *
  * Knobs, as flags or environment variables (flags win):
- *   --rounds N      BENCH_ROUNDS    measured runs per server per scenario (default 3)
+ *   --rounds N      BENCH_ROUNDS    measured runs per server per scenario (default 4)
  *   --duration S    BENCH_DURATION  seconds per measured run (default 5)
  *   --warmup S      BENCH_WARMUP    seconds of warm-up per server per scenario (default 3)
  *   --only a,b      BENCH_ONLY      scenarios to run (default all: see SCENARIOS)
@@ -87,7 +87,7 @@ async function main() {
     connections: 64,
     runSec: setting(flags.duration, 'BENCH_DURATION', 5),
     warmupSec: setting(flags.warmup, 'BENCH_WARMUP', 3),
-    rounds: setting(flags.rounds, 'BENCH_ROUNDS', 3),
+    rounds: setting(flags.rounds, 'BENCH_ROUNDS', 4),
     generator: chooseGenerator(),
   };
   pinSelf();
