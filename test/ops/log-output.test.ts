@@ -27,13 +27,24 @@ describe('log lines are written in blocks, every line whole and in order', () =>
     close();
   });
 
-  it('writes by itself once 32 KiB of lines are waiting', () => {
+  it('writes the waiting lines by itself before they outgrow 32 KiB, whole and in order', () => {
     const { out, read, close } = output();
-    const line = `${'x'.repeat(1023)}\n`;
-    for (let i = 0; i < 31; i++) out.write(line);
-    assert.equal(read(), '');
-    out.write(line);
-    assert.equal(read(), line.repeat(32));
+    const lines = Array.from({ length: 40 }, (_, i) => `${String(i).padStart(4, '0')}${'x'.repeat(1019)}\n`);
+    for (const line of lines) out.write(line);
+    const written = read();
+    assert.ok(written.length >= 28 * 1024 && written.length <= 32 * 1024, `${written.length} bytes written`);
+    assert.equal(written, lines.slice(0, written.length / 1024).join(''), 'whole lines, in order');
+    out.flush();
+    assert.equal(read(), lines.join(''));
+    close();
+  });
+
+  it('writes a line longer than the block at once, after the lines before it', () => {
+    const { out, read, close } = output();
+    const long = `${'é'.repeat(20_000)}\n`;
+    out.write('{"before":true}\n');
+    out.write(long);
+    assert.equal(read(), `{"before":true}\n${long}`);
     close();
   });
 
