@@ -1,35 +1,59 @@
 /**
  * The fallback load generator (when wrk is not installed): autocannon's programmatic API in
- * its own process. Argument: a LoadSpec as JSON. Prints one line `AC_JSON <LoadResult>`.
+ * its own process, with the same workloads as the wrk scripts of load.ts. Argument: a LoadSpec
+ * as JSON. Prints one line `AC_JSON <LoadResult>`.
  */
+import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import type { LoadResult, LoadSpec } from './load.js';
 
 const spec = JSON.parse(process.argv[2]!) as LoadSpec;
+const w = spec.workload;
 let n = 0;
+const body = (id: number) => `{"id":${id},"name":"bench plant ${id}","tag":"bench"}`;
+const json = { 'content-type': 'application/json' };
+
+function requests(): object[] {
+  if (w.kind === 'post') {
+    return [
+      {
+        method: 'POST',
+        path: '/plants',
+        headers: { authorization: `Bearer ${w.token}`, ...json },
+        setupRequest: (request: Record<string, unknown>) => ({ ...request, body: body(w.idBase + ++n) }),
+      },
+    ];
+  }
+  if (w.kind === 'get') return [{ method: 'GET', path: w.path, headers: { authorization: `Bearer ${w.token}` } }];
+  const tokens = readFileSync(w.tokensFile, 'utf8').split('\n').filter(Boolean);
+  const waiting: [token: string, path: string][] = [];
+  const pick = <T>(items: T[]) => items[Math.floor(Math.random() * items.length)]!;
+  return [
+    {
+      setupRequest: (request: Record<string, unknown>) => {
+        if (Math.random() < w.postShare) {
+          const headers = { authorization: `Bearer ${pick(tokens)}`, ...json };
+          return { ...request, method: 'POST', path: '/plants', headers, body: body(w.idBase + ++n) };
+        }
+        const followed = waiting.length > 0 && Math.random() < w.followShare ? waiting.shift() : undefined;
+        const [token, path] = followed ?? [pick(tokens), `/plants?limit=${pick(w.limits)}`];
+        return { ...request, method: 'GET', path, headers: { authorization: `Bearer ${token}` }, body: undefined };
+      },
+      onResponse: (_status: number, text: string, _context: unknown, headers: Record<string, string>) => {
+        const path = /<https?:\/\/[^/]+(\/[^>]*)>/.exec(headers.link ?? '')?.[1];
+        const account = /"name":"m(\d+) /.exec(text)?.[1];
+        if (path && account && waiting.length < 256) waiting.push([tokens[Number(account) - 1]!, path]);
+      },
+    },
+  ];
+}
 
 const result = await autocannon({
-  url: spec.url,
-  method: spec.method,
+  url: spec.baseUrl,
   connections: spec.connections,
   duration: spec.durationSec,
   timeout: 5,
-  headers: {
-    authorization: `Bearer ${spec.token}`,
-    ...(spec.method === 'POST' ? { 'content-type': 'application/json' } : {}),
-  },
-  ...(spec.method === 'POST'
-    ? {
-        requests: [
-          {
-            setupRequest: (request: Record<string, unknown>) => {
-              const id = (spec.idBase ?? 0) + ++n;
-              return { ...request, body: `{"id":${id},"name":"bench plant ${id}","tag":"bench"}` };
-            },
-          },
-        ],
-      }
-    : {}),
+  requests: requests(),
 });
 
 const out: LoadResult = {

@@ -5,10 +5,10 @@
  * rel="next" Link header the service sends); POST /plants parses the JSON body, checks id and
  * name, and echoes the plant. Nothing is written anywhere.
  *
- * Started by bench/run.ts: `node --import tsx bench/ceiling.ts` with CEILING_TOKENS (JSON
- * {"secret": "account"}) and CEILING_PLANTS (JSON {"account": count}); it prints
- * "ceiling listening on PORT" once ready.
+ * Started by bench/servers.ts: `node --import tsx bench/ceiling.ts` with PORT and CEILING_FILE, a
+ * JSON file {"tokens": {"secret": "account"}, "plants": {"account": count}} (bench/stores.ts).
  */
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { seedPlant } from './seed-data.js';
 
@@ -17,16 +17,16 @@ interface Plant {
   tag?: string;
 }
 
-const tokens = new Map<string, string>(
-  Object.entries(JSON.parse(process.env.CEILING_TOKENS ?? '{}') as Record<string, string>),
-);
+const held = JSON.parse(readFileSync(process.env.CEILING_FILE!, 'utf8')) as {
+  tokens: Record<string, string>;
+  plants: Record<string, number>;
+};
+const tokens = new Map<string, string>(Object.entries(held.tokens));
 const plantsByAccount = new Map<string, Plant[]>();
-for (const [account, count] of Object.entries(
-  JSON.parse(process.env.CEILING_PLANTS ?? '{}') as Record<string, number>,
-)) {
+for (const [account, count] of Object.entries(held.plants)) {
   const plants: Plant[] = [];
   for (let i = 1; i <= count; i++) {
-    const { name, tag } = seedPlant(i);
+    const { name, tag } = seedPlant(i, account);
     plants.push(tag === null ? { name } : { name, tag });
   }
   plantsByAccount.set(account, plants);
@@ -95,8 +95,5 @@ const server = createServer((req, res) => {
   return fail(res, 405, 'method not allowed');
 });
 server.keepAliveTimeout = 5_000;
-server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
-  const address = server.address();
-  process.stdout.write(`ceiling listening on ${typeof address === 'object' && address ? address.port : '?'}\n`);
-});
+server.listen(Number(process.env.PORT ?? 0), '127.0.0.1');
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

@@ -7,15 +7,25 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/** What the connections ask, over and over. */
+export type Workload =
+  /** The same GET (path and query) with one token. */
+  | { kind: 'get'; path: string; token: string }
+  /** POST /plants, every id new: idBase + 1, idBase + 2, ... (distinct per wrk thread). */
+  | { kind: 'post'; token: string; idBase: number }
+  /**
+   * Many accounts: each request takes a random token of `tokensFile` (one a line); `postShare` of
+   * them create a plant, the rest GET /plants?limit=L with L from `limits`, or, `followShare` of
+   * the time when one is waiting, the rel="next" link of an earlier page (with that page's token).
+   */
+  | { kind: 'mixed'; tokensFile: string; idBase: number; postShare: number; followShare: number; limits: number[] };
+
 export interface LoadSpec {
-  /** Full URL, path and query included. */
-  url: string;
-  method: 'GET' | 'POST';
-  token: string;
+  /** Scheme, host and port of the server. */
+  baseUrl: string;
+  workload: Workload;
   connections: number;
   durationSec: number;
-  /** POST only: ids are idBase + 1, idBase + 2, ... (distinct per thread), so every create is new. */
-  idBase?: number;
   /** `taskset -c` list for the load generator, or null to leave it unpinned. */
   cpus: string | null;
   threads?: number;
@@ -55,13 +65,26 @@ function run(command: string, args: string[]): Promise<string> {
   });
 }
 
-/** One Lua script for both requests; `done` prints the figures as one JSON line. */
-const WRK_SCRIPT = `
+/** `done` prints the figures as one JSON line; shared by every script. */
+const WRK_DONE = `
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('WRK_JSON {"requests":%.0f,"durationUs":%.0f,"p50Us":%.0f,"p99Us":%.0f,"failures":%.0f}\\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    e.connect + e.read + e.write + e.status + e.timeout))
+end
+`;
+
+const WRK_THREAD_INDEX = `
 local threads = 0
 function setup(thread)
   thread:set("tindex", threads)
   threads = threads + 1
 end
+`;
+
+/** GET and POST: args token, GET|POST, idBase. */
+const WRK_SIMPLE = `${WRK_THREAD_INDEX}
 function init(args)
   wrk.headers["Authorization"] = "Bearer " .. args[1]
   if args[2] == "POST" then
@@ -75,21 +98,79 @@ function init(args)
     end
   end
 end
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format('WRK_JSON {"requests":%.0f,"durationUs":%.0f,"p50Us":%.0f,"p99Us":%.0f,"failures":%.0f}\\n',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
-    e.connect + e.read + e.write + e.status + e.timeout))
-end
-`;
+${WRK_DONE}`;
 
-let wrkScriptPath: string | null = null;
+/**
+ * Mixed: args tokensFile, idBase, postShare, followShare, limits (comma-separated). A page names
+ * its account in each plant's name ("m0042 plant 000001", bench/seed-data.ts), which is how the
+ * script knows which token follows its next link, whichever connection answered.
+ */
+const WRK_MIXED = `${WRK_THREAD_INDEX}
+local tokens, limits, waiting = {}, {}, {}
+local base, n, postShare, followShare
+local maxWaiting = 256
+function init(args)
+  for line in io.lines(args[1]) do
+    if line ~= "" then tokens[#tokens + 1] = line end
+  end
+  base = tonumber(args[2]) + tindex * 1000000000
+  n = 0
+  postShare = tonumber(args[3])
+  followShare = tonumber(args[4])
+  for l in string.gmatch(args[5], "%d+") do limits[#limits + 1] = tonumber(l) end
+  math.randomseed(os.time() + tindex * 7919)
+end
+local function auth(i)
+  return { ["Authorization"] = "Bearer " .. tokens[i], ["Content-Type"] = "application/json" }
+end
+function request()
+  local r = math.random()
+  if r < postShare then
+    n = n + 1
+    return wrk.format("POST", "/plants", auth(math.random(#tokens)),
+      string.format('{"id":%.0f,"name":"bench plant %.0f","tag":"bench"}', base + n, base + n))
+  end
+  if #waiting > 0 and math.random() < followShare then
+    local item = table.remove(waiting, 1)
+    return wrk.format("GET", item[2], auth(item[1]))
+  end
+  return wrk.format("GET", "/plants?limit=" .. limits[math.random(#limits)], auth(math.random(#tokens)))
+end
+function response(status, headers, body)
+  local link = headers["link"] or headers["Link"]
+  if link == nil or #waiting >= maxWaiting then return end
+  local path = string.match(link, "<https?://[^/]+(/[^>]*)>")
+  local account = string.match(body, '"name":"m(%d+) ')
+  if path and account then waiting[#waiting + 1] = { tonumber(account), path } end
+end
+${WRK_DONE}`;
+
+const scripts = new Map<string, string>();
+
+function wrkScript(scratchDir: string, name: string, text: string): string {
+  let path = scripts.get(name);
+  if (path === undefined) {
+    path = join(scratchDir, `${name}.lua`);
+    writeFileSync(path, text);
+    scripts.set(name, path);
+  }
+  return path;
+}
 
 async function runWrk(spec: LoadSpec, scratchDir: string): Promise<LoadResult> {
-  if (wrkScriptPath === null) {
-    wrkScriptPath = join(scratchDir, 'bench.lua');
-    writeFileSync(wrkScriptPath, WRK_SCRIPT);
-  }
+  const w = spec.workload;
+  const [script, url, scriptArgs] =
+    w.kind === 'mixed'
+      ? [
+          wrkScript(scratchDir, 'mixed', WRK_MIXED),
+          spec.baseUrl + '/plants',
+          [w.tokensFile, String(w.idBase), String(w.postShare), String(w.followShare), w.limits.join(',')],
+        ]
+      : [
+          wrkScript(scratchDir, 'simple', WRK_SIMPLE),
+          spec.baseUrl + (w.kind === 'get' ? w.path : '/plants'),
+          [w.token, w.kind === 'get' ? 'GET' : 'POST', String(w.kind === 'post' ? w.idBase : 0)],
+        ];
   const args = [
     `-t${spec.threads ?? 1}`,
     `-c${spec.connections}`,
@@ -97,12 +178,10 @@ async function runWrk(spec: LoadSpec, scratchDir: string): Promise<LoadResult> {
     '--timeout',
     '5s',
     '-s',
-    wrkScriptPath,
-    spec.url,
+    script,
+    url,
     '--',
-    spec.token,
-    spec.method,
-    String(spec.idBase ?? 0),
+    ...scriptArgs,
   ];
   const output = await run(...pinned(spec.cpus, 'wrk', args));
   const line = /^WRK_JSON (.*)$/m.exec(output);

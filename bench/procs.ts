@@ -1,17 +1,16 @@
-/** Starting and watching the processes under test: the real service and the ceiling. */
+/** Starting and watching the processes under test, whatever they are (bench/servers.ts knows which). */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { pinned } from './load.js';
 
-export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
-const CEILING = fileURLToPath(new URL('./ceiling.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 export interface Proc {
   name: string;
   url: string;
+  /** The server process itself (not a wrapper such as strace). */
   pid: number;
   stop(): Promise<void>;
 }
@@ -30,8 +29,24 @@ export function freePort(): Promise<number> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * Servers still running. Should the bench itself die (an error, Ctrl-C, a closed pipe on its
+ * standard output), its exit takes them along instead of leaving them serving.
+ */
+const running = new Set<number>();
+process.on('exit', () => {
+  for (const pid of running) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => process.exit(130));
+
 async function waitReady(url: string, child: ChildProcess, logFile: string) {
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null)
       throw new Error(`exited (${child.exitCode}) before listening:\n${readFileSync(logFile, 'utf8')}`);
@@ -43,72 +58,60 @@ async function waitReady(url: string, child: ChildProcess, logFile: string) {
       await sleep(100);
     }
   }
-  throw new Error(`not listening after 30 s:\n${readFileSync(logFile, 'utf8')}`);
+  throw new Error(`not listening after 60 s:\n${readFileSync(logFile, 'utf8')}`);
 }
 
-async function start(
-  name: string,
-  command: string,
-  args: string[],
-  env: Record<string, string>,
-  probePath: string,
-  logFile: string,
-  port: number,
-): Promise<Proc> {
-  const log = openSync(logFile, 'a');
-  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', log, log] });
+/** The first child of `pid` (the program a wrapper such as strace runs), from /proc. */
+function childOf(pid: number): number {
+  const file = `/proc/${pid}/task/${pid}/children`;
+  const first = existsSync(file) ? readFileSync(file, 'utf8').trim().split(' ')[0] : '';
+  if (!first) throw new Error(`process ${pid} has no child`);
+  return Number(first);
+}
+
+export interface StartOptions {
+  name: string;
+  /** The server's command line; `wrap` (say strace and its flags) runs it, `cpus` pins both. */
+  command: string[];
+  wrap?: string[];
+  cpus: string | null;
+  env: Record<string, string>;
+  port: number;
+  /** A path that answers (any status) once the server listens. */
+  probePath: string;
+  logFile: string;
+}
+
+export async function start(options: StartOptions): Promise<Proc> {
+  const log = openSync(options.logFile, 'a');
+  const [first, ...rest] = [...(options.wrap ?? []), ...options.command];
+  const [command, args] = pinned(options.cpus, first!, rest);
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', log, log],
+  });
   closeSync(log);
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  const url = `http://127.0.0.1:${port}`;
-  await waitReady(url + probePath, child, logFile);
+  const url = `http://127.0.0.1:${options.port}`;
+  await waitReady(url + options.probePath, child, options.logFile);
+  const pid = options.wrap ? childOf(child.pid!) : child.pid!;
+  running.add(child.pid!).add(pid);
+  void exited.then(() => running.delete(child.pid!) && running.delete(pid));
   return {
-    name,
+    name: options.name,
     url,
-    pid: child.pid!,
+    pid,
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      const forced = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      if (child.exitCode === null && child.signalCode === null) process.kill(pid, 'SIGTERM');
+      const forced = setTimeout(() => {
+        child.kill('SIGKILL');
+        if (pid !== child.pid) process.kill(pid, 'SIGKILL');
+      }, 15_000);
       await exited;
       clearTimeout(forced);
     },
   };
-}
-
-export interface ServiceOptions {
-  database: string;
-  logFile: string;
-  cpus: string | null;
-  workers?: number;
-  env?: Record<string, string>;
-}
-
-/** `node dist/cli.js serve` with the rate limit off and its log lines going to `logFile`. */
-export async function startService(name: string, options: ServiceOptions): Promise<Proc> {
-  const port = await freePort();
-  const args = [
-    CLI,
-    'serve',
-    '--port',
-    String(port),
-    '--database',
-    options.database,
-    '--workers',
-    String(options.workers ?? 1),
-  ];
-  const [command, argv] = pinned(options.cpus, process.execPath, args);
-  return start(name, command, argv, { RATE_LIMIT: '0', ...options.env }, '/healthz', options.logFile, port);
-}
-
-export async function startCeiling(
-  tokens: Record<string, string>,
-  plants: Record<string, number>,
-  logFile: string,
-  cpus: string | null,
-): Promise<Proc> {
-  const port = await freePort();
-  const [command, argv] = pinned(cpus, process.execPath, ['--import', 'tsx', CEILING]);
-  const env = { PORT: String(port), CEILING_TOKENS: JSON.stringify(tokens), CEILING_PLANTS: JSON.stringify(plants) };
-  return start('ceiling', command, argv, env, '/', logFile, port);
 }
 
 /** Resident set size and its peak (VmHWM), in bytes, from /proc/PID/status. */
@@ -136,10 +139,17 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
-/** The value of one unlabelled counter in the Prometheus text of /metrics. */
-export async function counter(url: string, name: string): Promise<number> {
+/** The values of the samples named `name` in the Prometheus text of /metrics, summed (every label set). */
+export async function metric(url: string, name: string, labels = ''): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-  if (!match) throw new Error(`${name} is not in /metrics`);
-  return Number(match[1]);
+  const pattern = new RegExp(`^${name}(\\{[^}]*\\})? (\\S+)$`, 'gm');
+  let found = false;
+  let sum = 0;
+  for (const match of text.matchAll(pattern)) {
+    if (labels && !(match[1] ?? '').includes(labels)) continue;
+    found = true;
+    sum += Number(match[2]);
+  }
+  if (!found) throw new Error(`${name}${labels ? ` with ${labels}` : ''} is not in /metrics`);
+  return sum;
 }

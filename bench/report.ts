@@ -1,21 +1,11 @@
-/** BENCHMARKS.md and bench/results/chart.svg, generated from one run's results. */
-import type { Listing } from './listing.js';
-import type { LoadResult } from './load.js';
-
-/** One measured run; the server's CPU time per request when it is a single process. */
-export interface Run extends LoadResult {
-  cpuUsPerRequest: number | null;
-}
-
-/** One server under one load: medians over the rounds. */
-export interface Side {
-  rps: number;
-  p50Ms: number;
-  p99Ms: number;
-  cpuUsPerRequest: number | null;
-  failures: number;
-  runs: Run[];
-}
+/** BENCHMARKS.md, generated from one run's results (bench/results/<timestamp>.json). */
+import type { Generator } from './load.js';
+import type { ScenarioResult } from './rounds.js';
+import type { ListingFigures } from './scenarios/listing.js';
+import { MIXED } from './scenarios/mixed.js';
+import { SYNC_DELAY_MS } from './scenarios/slow-disk.js';
+import type { Sizes } from './stores.js';
+import { TARGETS, ratio, server, summarize, total, type Ratio } from './stats.js';
 
 export interface Results {
   startedAt: string;
@@ -29,161 +19,241 @@ export interface Results {
     pinned: boolean;
     commit: string;
     fsync: { p50Ms: number; p90Ms: number };
+    /** The 1-minute load average when the bench started and ended. */
+    loadAverage: { start: number; end: number };
   };
-  settings: {
-    connections: number;
-    runSec: number;
-    warmupSec: number;
-    rounds: number;
-    getPlants: number;
-    generator: string;
-  };
-  get: { service: Side; ceiling: Side };
-  post: { service: Side; ceiling: Side; noGroupCommit: Side };
-  syncsPerCreate: { groupCommit: number; noGroupCommit: number };
-  listing: {
-    plants: number;
-    idleRssBytes: number;
-    peakRssBytes: number;
-    growthBytes: number;
-    peakReset: boolean;
-    listings: Listing[];
-  };
-  workers: { one: Side; two: Side };
+  settings: { connections: number; runSec: number; warmupSec: number; rounds: number; generator: Generator };
+  sizes: Required<Sizes>;
+  scenarios: Record<string, ScenarioResult>;
+  listing?: ListingFigures;
 }
-
-export const TARGETS = { throughputRatio: 0.6, p99Ratio: 2, syncsPerCreate: 0.25, listingGrowthBytes: 50 * 2 ** 20 };
 
 const f0 = (n: number) => Math.round(n).toLocaleString('en-US');
-const f2 = (n: number) => n.toFixed(2);
+const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : 'n/a');
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 const met = (ok: boolean) => (ok ? 'yes' : '**no**');
+const spread = (r: Ratio) => (r.perRound.length > 1 ? ` (${f2(r.min)}-${f2(r.max)})` : '');
 
-function operationRows(label: string, service: Side, ceiling: Side): string[] {
-  const rpsRatio = service.rps / ceiling.rps;
-  const p99Ratio = service.p99Ms / ceiling.p99Ms;
+/** The headline figures, each beside its target. */
+export function targets(r: Results): { what: string; value: string; target: string; ok: boolean | null }[] {
+  const rows: { what: string; value: string; target: string; ok: boolean | null }[] = [];
+  for (const [key, label] of [
+    ['get', 'GET /plants?limit=10'],
+    ['post', 'POST /plants (durable)'],
+  ] as const) {
+    const scenario = r.scenarios[key];
+    const service = scenario && server(scenario, 'service');
+    if (!scenario || !service) continue;
+    const vs = summarize(scenario, service).vsCeiling!;
+    rows.push({
+      what: `${label}: req/s / ceiling's`,
+      value: `**${f2(vs.rps.median)}**${spread(vs.rps)}`,
+      target: `>= ${f2(TARGETS.throughputRatio)}`,
+      ok: vs.rps.median >= TARGETS.throughputRatio,
+    });
+    rows.push({
+      what: `${label}: p99 / ceiling's`,
+      value: `**${f2(vs.p99.median)}x**${spread(vs.p99)}`,
+      target: `<= ${f2(TARGETS.p99Ratio)}x`,
+      ok: vs.p99.median <= TARGETS.p99Ratio,
+    });
+  }
+  const post = r.scenarios.post;
+  if (post && server(post, 'service')) {
+    const syncs = total(server(post, 'service'), 'commits') / total(server(post, 'service'), 'acknowledged');
+    rows.push({
+      what: 'Syncs per acknowledged create (group commit)',
+      value: `**${syncs.toFixed(3)}**`,
+      target: `<= ${TARGETS.syncsPerCreate}`,
+      ok: syncs <= TARGETS.syncsPerCreate,
+    });
+  }
+  const slow = r.scenarios['slow-disk'];
+  const slowService = slow && server(slow, 'service-slow-disk');
+  const slowPeer = slow && server(slow, 'fastify-slow-disk');
+  if (slowService && slowPeer) {
+    const vs = ratio(slowService, slowPeer, (run) => run.rps);
+    rows.push({
+      what: `Slow disk (+${SYNC_DELAY_MS} ms per fsync): POST req/s / plain Fastify's`,
+      value: `**${vs.median.toFixed(1)}x**${vs.perRound.length > 1 ? ` (${vs.min.toFixed(1)}-${vs.max.toFixed(1)})` : ''}`,
+      target: `>= ${TARGETS.slowDiskVsPeer}x`,
+      ok: vs.median >= TARGETS.slowDiskVsPeer,
+    });
+  }
+  if (r.listing) {
+    rows.push({
+      what: `Memory growth while listing ${f0(r.listing.plants)} plants`,
+      value: `**${mib(r.listing.growthBytes)}**`,
+      target: `< ${mib(TARGETS.listingGrowthBytes)}`,
+      ok: r.listing.growthBytes < TARGETS.listingGrowthBytes,
+    });
+  }
+  return rows;
+}
+
+function serverTable(scenario: ScenarioResult): string {
+  const rows = scenario.servers.map((s) => {
+    const m = summarize(scenario, s);
+    const vs = m.vsCeiling;
+    const cpu = m.cpuUsPerRequest === null ? '' : `${f0(m.cpuUsPerRequest)} µs`;
+    return (
+      `| ${s.label} | ${f0(m.rps)} | ${vs ? `**${f2(vs.rps.median)}**${spread(vs.rps)}` : ''} | ${f2(m.p50Ms)} ms | ` +
+      `${f2(m.p99Ms)} ms | ${vs ? `${f2(vs.p99.median)}x` : ''} | ${cpu} | ${vs?.cpu ? `${f2(vs.cpu.median)}x` : ''} | ${m.failures} |`
+    );
+  });
   return [
-    `| ${label} | req/s | ${f0(service.rps)} | ${f0(ceiling.rps)} | **${f2(rpsRatio)}** | >= ${f2(TARGETS.throughputRatio)} | ${met(rpsRatio >= TARGETS.throughputRatio)} |`,
-    `| | p50 latency | ${f2(service.p50Ms)} ms | ${f2(ceiling.p50Ms)} ms | ${f2(service.p50Ms / ceiling.p50Ms)}x | | |`,
-    `| | p99 latency | ${f2(service.p99Ms)} ms | ${f2(ceiling.p99Ms)} ms | **${f2(p99Ratio)}x** | <= ${f2(TARGETS.p99Ratio)}x | ${met(p99Ratio <= TARGETS.p99Ratio)} |`,
-    ...(service.cpuUsPerRequest !== null && ceiling.cpuUsPerRequest !== null
-      ? [
-          `| | server CPU per request | ${f0(service.cpuUsPerRequest)} µs | ${f0(ceiling.cpuUsPerRequest)} µs | ${f2(service.cpuUsPerRequest / ceiling.cpuUsPerRequest)}x | | |`,
-        ]
-      : []),
-  ];
+    '| Server | req/s | req/s / ceiling (range over rounds) | p50 | p99 | p99 / ceiling | CPU per request | CPU / ceiling | Failed |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows,
+  ].join('\n');
 }
 
-function runRows(name: string, side: Side): string {
-  return `| ${name} | ${side.runs.map((r) => `${f0(r.rps)} (p99 ${f2(r.p99Ms)} ms)`).join(' / ')} |`;
+/** What a scenario measures beyond its table. */
+const FIGURES: Record<string, (s: ScenarioResult, r: Results) => string[]> = {
+  get(s) {
+    const service = server(s, 'service');
+    const quiet = server(s, 'service-quiet');
+    if (!service || !quiet) return [];
+    const cost = ratio(quiet, service, (run) => run.cpuUsPerRequest);
+    const rps = ratio(service, quiet, (run) => run.rps);
+    const cpu = (x: typeof service) => summarize(s, x).cpuUsPerRequest ?? NaN;
+    return [
+      `The access log line costs ${f0(cpu(service) - cpu(quiet))} µs of CPU per request here ` +
+        `(${f0(cpu(service))} against ${f0(cpu(quiet))} µs; quiet / logged ${f2(cost.median)}), and the logged ` +
+        `service serves ${f2(rps.median)} of the quiet one's requests per second.`,
+    ];
+  },
+  post(s) {
+    const lines: string[] = [];
+    for (const name of ['service', 'service-no-group-commit']) {
+      const x = server(s, name);
+      if (!x) continue;
+      const syncs = total(x, 'commits') / total(x, 'acknowledged');
+      lines.push(`${x.label}: ${syncs.toFixed(3)} durable commits (one WAL fsync each) per acknowledged create.`);
+    }
+    lines.push(
+      'Commits per create = the increase of `plant_store_storage_commits_total` / the increase of ' +
+        '`plant_store_creates_acknowledged_total` in `/metrics` over the measured runs.',
+    );
+    return lines;
+  },
+  'slow-disk'(s) {
+    const lines: string[] = [];
+    const service = server(s, 'service-slow-disk');
+    const peer = server(s, 'fastify-slow-disk');
+    for (const x of [service, peer]) {
+      if (!x?.extra) continue;
+      lines.push(
+        `${x.label}: ${f0(x.extra.syncs!)} syncs for ${f0(x.extra.stored!)} stored creates: ` +
+          `**${(x.extra.syncs! / x.extra.stored!).toFixed(3)} syncs per create**.`,
+      );
+    }
+    if (service && peer) {
+      const vs = ratio(service, peer, (run) => run.rps);
+      lines.push(
+        `Plant Store creates ${vs.median.toFixed(1)}x as many plants per second as the plain Fastify peer ` +
+          `(per round: ${vs.perRound.map((v) => v.toFixed(1)).join(', ')}; target ${TARGETS.slowDiskVsPeer}x).`,
+      );
+    }
+    return lines;
+  },
+  mixed(s) {
+    const service = server(s, 'service');
+    if (!service) return [];
+    const hits = total(service, 'hits');
+    const lookups = hits + total(service, 'misses');
+    return [
+      `Plant Store's page cache: ${f0(hits)} hits in ${f0(lookups)} lookups, a hit rate of ` +
+        `**${((hits / lookups) * 100).toFixed(1)} %** (limits ${MIXED.limits.join(', ')}).`,
+    ];
+  },
+  workers(s) {
+    const one = server(s, 'workers-1');
+    const two = server(s, 'workers-2');
+    if (!one || !two) return [];
+    return [`Two workers serve ${f2(ratio(two, one, (run) => run.rps).median)}x the requests of one.`];
+  },
+};
+
+function listingSection(l: ListingFigures): string {
+  const listed = l.listings.every((x) => x.status === 200 && x.plants === l.plants);
+  return `| Measure | Value |
+|---|---:|
+| Idle RSS of the server (after warm-up) | ${mib(l.idleRssBytes)} |
+| Peak RSS during ${l.listings.length} full listings (VmHWM${l.peakReset ? ', reset before the first listing' : ''}) | ${mib(l.peakRssBytes)} |
+| **Growth** (target < 50 MiB) | **${mib(l.growthBytes)}** (${met(l.growthBytes < TARGETS.listingGrowthBytes)}) |
+| Response size | ${(l.listings[0]!.bytes / 1e6).toFixed(1)} MB, ${f0(l.listings[0]!.plants)} plants${listed ? '' : ' (**a listing was incomplete**)'} |
+| Time to first body byte / to last byte | ${l.listings.map((x) => `${x.firstByteMs.toFixed(1)} / ${x.totalMs.toFixed(1)} ms`).join(', ')} |
+
+The first byte leaves after the first chunk of 1,000 rows is read, long before the last row.`;
 }
 
-/** Per-round ratios service / ceiling, in the order they ran (each pair ran back to back). */
-function roundRatios(service: Side, ceiling: Side): string {
-  return service.runs.map((r, i) => f2(r.rps / ceiling.runs[i]!.rps)).join(', ');
+function scenarioSection(key: string, s: ScenarioResult, r: Results): string {
+  if (s.skipped) return `## ${s.title}\n\nSkipped: ${s.skipped}.\n`;
+  if (key === 'listing' && r.listing) return `## ${s.title}\n\n${s.about}\n\n${listingSection(r.listing)}\n`;
+  const lines = [...(FIGURES[key]?.(s, r) ?? []), ...(s.notes ?? [])];
+  return `## ${s.title}\n\n${s.about}\n\n${serverTable(s)}\n${lines.length > 0 ? `\n${lines.map((l) => `- ${l}`).join('\n')}\n` : ''}`;
+}
+
+function everyRun(r: Results): string {
+  const rows: string[] = [];
+  for (const s of Object.values(r.scenarios)) {
+    for (const x of s.servers)
+      rows.push(
+        `| ${s.title} | ${x.label} | ${x.runs.map((run) => `${f0(run.rps)} (${f2(run.p99Ms)})`).join(' / ')} |`,
+      );
+  }
+  return ['| Scenario | Server | req/s (p99 ms), round by round |', '|---|---|---|', ...rows].join('\n');
 }
 
 /** BENCHMARKS.md: the figures of this run, then `analysis` (bench/analysis.md, hand-written) as it is. */
 export function renderMarkdown(r: Results, resultsFile: string, analysis = ''): string {
-  const firstListing = r.listing.listings[0]!;
-  const worstGrowth = r.listing.growthBytes;
-  const listed = r.listing.listings.every((l) => l.status === 200 && l.plants === r.listing.plants);
   const m = r.machine;
   const s = r.settings;
+  const rows = targets(r).map((t) => `| ${t.what} | ${t.value} | ${t.target} | ${t.ok === null ? '' : met(t.ok)} |`);
+  const sections = Object.entries(r.scenarios).map(([key, scenario]) => scenarioSection(key, scenario, r));
   return `# Benchmarks
 
-Generated by \`npm run bench\` (bench/run.ts) on ${r.startedAt.slice(0, 10)}; raw figures in
+Generated by \`npm run bench\` (bench/run.ts) on ${r.startedAt.slice(0, 16).replace('T', ' ')} UTC; raw figures in
 \`${resultsFile}\`, chart in [bench/results/chart.svg](bench/results/chart.svg). Do not edit by
 hand: run the bench again.
 
-![Plant Store against the ceiling](bench/results/chart.svg)
+![Plant Store, its peers and the ceiling](bench/results/chart.svg)
 
-## Against the ceiling (${s.connections} connections)
+Every ratio divides a server's figure by the ceiling's **measured in the same round** (a bare
+\`node:http\` server that answers from memory: bench/ceiling.ts); the table shows the median over
+${s.rounds} rounds and, in parentheses, the lowest and highest round. The peers are plain Fastify and
+Express servers with the same SQL and the same token check as the service (bench/peers/).
 
-The ceiling is a bare \`node:http\` server (bench/ceiling.ts) that checks the bearer token
-against an in-memory Map and answers the same two requests with no framework, no storage and no
-logging. Ratios are service / ceiling, measured in the same run.
+| Target | This run (range over rounds) | Target | Met |
+|---|---:|---:|:-:|
+${rows.join('\n')}
 
-| Request | Measure | Service | Ceiling | Ratio | Target | Met |
-|---|---|---:|---:|---:|---:|:-:|
-${operationRows(`GET /plants?limit=10 (${s.getPlants} plants)`, r.get.service, r.get.ceiling).join('\n')}
-${operationRows('POST /plants (durable, unique ids)', r.post.service, r.post.ceiling).join('\n')}
-
-## Group commit
-
-| POST /plants, ${s.connections} connections | req/s | Ratio to ceiling | p99 | Syncs per acknowledged create |
-|---|---:|---:|---:|---:|
-| Group commit (default) | ${f0(r.post.service.rps)} | ${f2(r.post.service.rps / r.post.ceiling.rps)} | ${f2(r.post.service.p99Ms)} ms | **${r.syncsPerCreate.groupCommit.toFixed(3)}** (target <= ${TARGETS.syncsPerCreate}: ${met(r.syncsPerCreate.groupCommit <= TARGETS.syncsPerCreate)}) |
-| \`GROUP_COMMIT=0\` (one transaction per create) | ${f0(r.post.noGroupCommit.rps)} | ${f2(r.post.noGroupCommit.rps / r.post.ceiling.rps)} | ${f2(r.post.noGroupCommit.p99Ms)} ms | ${r.syncsPerCreate.noGroupCommit.toFixed(3)} |
-
-Syncs per create = the increase of \`plant_store_storage_commits_total\` divided by the increase
-of \`plant_store_creates_acknowledged_total\` in \`/metrics\` over the measured runs (each commit
-is one WAL fsync: SQLite runs with \`synchronous = FULL\`). In this run the disk made a 4 KiB write
-durable in ${f2(m.fsync.p50Ms)} ms (median; ${f2(m.fsync.p90Ms)} ms at the 90th percentile). On a disk
-that takes 1-10 ms per fsync, the number of syncs per create is what decides throughput: without
-group commit, at most one create per fsync.
-
-## Listing ${f0(r.listing.plants)} plants without limit
-
-| Measure | Value |
-|---|---:|
-| Idle RSS of the server (after warm-up) | ${mib(r.listing.idleRssBytes)} |
-| Peak RSS during ${r.listing.listings.length} full listings (VmHWM${r.listing.peakReset ? ', reset before the first listing' : ''}) | ${mib(r.listing.peakRssBytes)} |
-| **Growth** (target < 50 MiB) | **${mib(worstGrowth)}** (${met(worstGrowth < TARGETS.listingGrowthBytes)}) |
-| Response size | ${(firstListing.bytes / 1e6).toFixed(1)} MB, ${f0(firstListing.plants)} plants${listed ? '' : ' (**a listing was incomplete**)'} |
-| Time to first body byte / to last byte | ${r.listing.listings.map((l) => `${l.firstByteMs.toFixed(1)} / ${l.totalMs.toFixed(1)} ms`).join(', ')} |
-
-The first byte leaves after the first chunk of 1,000 rows is read, long before the last row.
-
-## --workers
-
-| GET /plants?limit=10, nothing pinned | req/s | p50 | p99 |
-|---|---:|---:|---:|
-| \`--workers 1\` | ${f0(r.workers.one.rps)} | ${f2(r.workers.one.p50Ms)} ms | ${f2(r.workers.one.p99Ms)} ms |
-| \`--workers 2\` | ${f0(r.workers.two.rps)} (${f2(r.workers.two.rps / r.workers.one.rps)}x) | ${f2(r.workers.two.p50Ms)} ms | ${f2(r.workers.two.p99Ms)} ms |
-
-On this ${m.nproc}-core machine the load generator needs a core too, so two workers and the load
-generator share ${m.nproc} cores; more cores give more room to workers.
-
+${sections.join('\n')}
 ## Every run
 
-| Server (A B A B order) | req/s per round (p99) |
-|---|---|
-${runRows('GET service', r.get.service)}
-${runRows('GET ceiling', r.get.ceiling)}
-${runRows('POST service', r.post.service)}
-${runRows('POST ceiling', r.post.ceiling)}
-${runRows('POST service, GROUP_COMMIT=0', r.post.noGroupCommit)}
-${runRows('GET --workers 1', r.workers.one)}
-${runRows('GET --workers 2', r.workers.two)}
-
-Per-round throughput ratios: GET ${roundRatios(r.get.service, r.get.ceiling)}; POST ${roundRatios(r.post.service, r.post.ceiling)}.
-
-Failed requests (non-2xx, socket errors, timeouts) over all runs: service GET ${r.get.service.failures},
-POST ${r.post.service.failures}; ceiling GET ${r.get.ceiling.failures}, POST ${r.post.ceiling.failures}.
+${everyRun(r)}
 
 ## How the numbers were taken
 
-- \`npm run bench\` builds the service, then bench/run.ts creates a SQLite store in a temporary
-  directory and seeds it through the service's own storage layer: ${f0(s.getPlants)} plants for the
-  GET account, ${f0(r.listing.plants)} for the listing account, one API token per account.
-- The service is the real one: \`node dist/cli.js serve --database sqlite:... \` with
-  \`RATE_LIMIT=0\`, default log level (one JSON log line per request, written to a file),
-  \`synchronous = FULL\` (a 200 to POST means the row is fsynced).
-- Load generator: ${m.loadGenerator}${s.generator === 'wrk' ? ' (autocannon, in its own process, is used when wrk is missing)' : ''}, ${s.connections} keep-alive connections on 127.0.0.1.
-  POST bodies are \`{"id": <unique>, "name": "bench plant <id>", "tag": "bench"}\`.
-- ${m.pinned ? 'Server on CPU 0, load generator (and the bench script) on CPU 1, with `taskset`.' : 'Not pinned (taskset missing or a single core).'}
-- Each server gets a ${s.warmupSec} s warm-up per request type, then runs alternate service / ceiling
-  (POST: service / ceiling / service without group commit), ${s.rounds} rounds of ${s.runSec} s each.
-  Each figure is the median over the rounds (a round disturbed by another process on the
-  machine does not move it); p50/p99 are the load generator's latency percentiles. Server CPU
-  per request = the server process's user + system time (/proc/PID/stat, all threads) during a
-  run, divided by the requests it answered: a second view that depends less on what else the
-  machine is doing than req/s does.
-- Listing: a fresh server, 200 small requests and 1 s of rest, then idle RSS = VmRSS and peak
-  = VmHWM from \`/proc/PID/status\`; three sequential GET /plants (no limit) of the
-  ${f0(r.listing.plants)}-plant account, timed to the first body byte and to the end.
-- \`--workers\`: two more servers on the same store, nothing pinned, same load.
+- \`npm run bench\` builds the service, seeds a SQLite store and a scratch PostgreSQL database
+  through the service's own storage layer (accounts, plants, one API token per account) and gives
+  each SQLite server its own copy of the file. Durable everywhere: SQLite in WAL mode with
+  \`synchronous = FULL\` (the service and the peers), PostgreSQL with \`fsync\` and
+  \`synchronous_commit\` on.
+- The service is the real one, \`node dist/cli.js serve\`, with \`RATE_LIMIT=0\` and the default
+  log level (one JSON line per request, written to a file). The Fastify peers use
+  \`Fastify({ logger: true })\` as Fastify's README does (two lines per request); the Express peer
+  logs nothing, as Express's README.
+- Load generator: ${m.loadGenerator}, ${s.connections} keep-alive connections on 127.0.0.1${m.pinned ? ', server on CPU 0, load generator (and the bench script) on CPU 1 (`taskset`); PostgreSQL itself is not pinned' : ', not pinned (taskset missing or a single core)'}.
+  POST bodies are \`{"id": <new>, "name": "bench plant <id>", "tag": "bench"}\`.
+- In each scenario every server is started, warmed up for ${s.warmupSec} s, then the servers take turns
+  (A B C, A B C, ...) for ${s.rounds} rounds of ${s.runSec} s. Server CPU per request = the server
+  process's user + system time (/proc/PID/stat) during a run / the requests it answered: a view
+  that depends less on what else the machine is doing than req/s.
+- Noise: the 1-minute load average was ${m.loadAverage.start.toFixed(2)} when the bench started and
+  ${m.loadAverage.end.toFixed(2)} when it ended (the bench's own processes count: about 2 while it runs).
+  Other work on the machine moves single rounds; the per-round ranges show by how much.
 
 ## Machine
 
@@ -198,119 +268,4 @@ POST ${r.post.service.failures}; ceiling GET ${r.get.ceiling.failures}, POST ${r
 | Code | ${m.commit} |
 | Whole bench | ${r.durationSec} s |
 ${analysis ? `\n${analysis.trim()}\n` : ''}`;
-}
-
-/** Two panels of horizontal bars: throughput as a share of the ceiling, and p99 as a multiple of it. */
-export function renderChart(r: Results): string {
-  const rps = (side: Side) => `${f0(side.rps)} req/s`;
-  const throughput: Bar[] = [
-    {
-      label: 'GET /plants?limit=10',
-      value: r.get.service.rps / r.get.ceiling.rps,
-      note: `${rps(r.get.service)} vs ${rps(r.get.ceiling)}`,
-    },
-    {
-      label: 'POST /plants',
-      value: r.post.service.rps / r.post.ceiling.rps,
-      note: `${rps(r.post.service)} vs ${rps(r.post.ceiling)}`,
-    },
-    {
-      label: 'POST, GROUP_COMMIT=0',
-      value: r.post.noGroupCommit.rps / r.post.ceiling.rps,
-      note: rps(r.post.noGroupCommit),
-      reference: true,
-    },
-  ];
-  const latency: Bar[] = [
-    {
-      label: 'GET /plants?limit=10',
-      value: r.get.service.p99Ms / r.get.ceiling.p99Ms,
-      note: `${f2(r.get.service.p99Ms)} vs ${f2(r.get.ceiling.p99Ms)} ms`,
-    },
-    {
-      label: 'POST /plants',
-      value: r.post.service.p99Ms / r.post.ceiling.p99Ms,
-      note: `${f2(r.post.service.p99Ms)} vs ${f2(r.post.ceiling.p99Ms)} ms`,
-    },
-  ];
-  const width = 860;
-  const labelWidth = 200;
-  const barArea = 380;
-  const notesX = labelWidth + barArea + 60;
-  const rowHeight = 30;
-  const esc = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
-
-  const panel = (
-    title: string,
-    rows: Bar[],
-    max: number,
-    target: number,
-    targetText: string,
-    good: (v: number) => boolean,
-    y0: number,
-  ) => {
-    const x = (v: number) => labelWidth + (Math.min(v, max) / max) * barArea;
-    const height = rows.length * rowHeight + 40;
-    const bars = rows
-      .map((row, i) => {
-        const y = y0 + 30 + i * rowHeight;
-        const color = row.reference ? '#9e9e9e' : good(row.value) ? '#2e7d32' : '#c62828';
-        return (
-          `<text x="${labelWidth - 8}" y="${y + 15}" text-anchor="end">${esc(row.label)}</text>` +
-          `<rect x="${labelWidth}" y="${y + 3}" width="${(x(row.value) - labelWidth).toFixed(1)}" height="${rowHeight - 10}" fill="${color}"/>` +
-          `<text x="${(x(row.value) + 6).toFixed(1)}" y="${y + 15}" font-weight="bold">${row.value.toFixed(2)}</text>` +
-          `<text x="${notesX}" y="${y + 15}" fill="#555" font-size="11">${esc(row.note)}</text>`
-        );
-      })
-      .join('\n  ');
-    const tx = x(target).toFixed(1);
-    return {
-      height,
-      svg:
-        `<text x="10" y="${y0 + 16}" font-weight="bold">${esc(title)}</text>\n  ` +
-        `<line x1="${labelWidth}" y1="${y0 + 26}" x2="${labelWidth}" y2="${y0 + height - 6}" stroke="#555"/>\n  ` +
-        bars +
-        `\n  <line x1="${tx}" y1="${y0 + 24}" x2="${tx}" y2="${y0 + height - 6}" stroke="#333" stroke-dasharray="4 3"/>` +
-        `\n  <text x="${tx}" y="${y0 + height + 6}" text-anchor="middle" font-size="11">${esc(targetText)}</text>`,
-    };
-  };
-
-  const top = panel(
-    'Throughput, service / ceiling (higher is better)',
-    throughput,
-    1,
-    TARGETS.throughputRatio,
-    `target ${TARGETS.throughputRatio}`,
-    (v) => v >= TARGETS.throughputRatio,
-    40,
-  );
-  const maxLatency = Math.max(3, ...latency.map((l) => l.value)) * 1.05;
-  const bottom = panel(
-    'p99 latency, service / ceiling (lower is better)',
-    latency,
-    maxLatency,
-    TARGETS.p99Ratio,
-    `target ${TARGETS.p99Ratio}x`,
-    (v) => v <= TARGETS.p99Ratio,
-    40 + top.height + 30,
-  );
-  const height = 40 + top.height + 30 + bottom.height + 44;
-  const m = r.machine;
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="13">
-  <rect width="100%" height="100%" fill="#fff"/>
-  <text x="10" y="20" font-size="15" font-weight="bold">Plant Store against a bare node:http ceiling, ${r.settings.connections} connections</text>
-  <text x="10" y="36" font-size="11" fill="#555">${esc(r.startedAt.slice(0, 16).replace('T', ' '))} UTC, ${m.nproc} CPUs (${esc(m.cpuModel)}), Node ${esc(m.node)}, ${esc(r.settings.generator)}, median of ${r.settings.rounds} rounds</text>
-  ${top.svg}
-  ${bottom.svg}
-  <text x="10" y="${height - 10}" font-size="11" fill="#555">Syncs per acknowledged create: ${r.syncsPerCreate.groupCommit.toFixed(3)} with group commit (target at most ${TARGETS.syncsPerCreate}), ${r.syncsPerCreate.noGroupCommit.toFixed(3)} without. Generated by npm run bench.</text>
-</svg>
-`;
-}
-
-interface Bar {
-  label: string;
-  value: number;
-  note: string;
-  /** Shown for comparison, not held to the target. */
-  reference?: boolean;
 }

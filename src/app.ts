@@ -1,6 +1,5 @@
 import type { Writable } from 'node:stream';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import pino from 'pino';
 import { apiTokenVerifier } from './auth/api-token-verifier.js';
 import bearer from './auth/bearer.js';
 import { jwtVerifier } from './auth/jwt.js';
@@ -21,7 +20,8 @@ import { notFoundOrWrongMethod } from './http/routing.js';
 import { exactValidatorCompiler } from './http/validation.js';
 import { gracefulStop } from './ops/graceful-stop.js';
 import { health } from './ops/health.js';
-import { observability, requestId } from './ops/observability.js';
+import { LogOutput } from './ops/log-output.js';
+import { lazyChildLogger, observability, requestId } from './ops/observability.js';
 import type { Tracing } from './ops/tracing.js';
 import { plantRoutes } from './plants/routes.js';
 import { PlantService } from './plants/service.js';
@@ -43,18 +43,17 @@ export interface AppDeps {
 }
 
 /**
- * Standard output, written in blocks of 4 KiB or every 100 ms instead of one write per line (a
- * system call per request was a twentieth of a create's CPU time in the bench). One per process.
- * pino flushes a synchronous destination on exit only when asked, so the exit hook writes what is
- * buffered: every path out (SIGTERM through close-with-grace, an uncaught error, process.exit)
- * passes through it, and only a SIGKILL loses the last 100 ms of lines.
+ * Standard output, written in blocks (ops/log-output.ts) instead of one write per line. One per
+ * process. The exit hook writes what is buffered: every path out (SIGTERM through
+ * close-with-grace, an uncaught error, process.exit) passes through it, and only a SIGKILL loses
+ * the last 100 ms of lines.
  */
-let stdoutDestination: ReturnType<typeof pino.destination> | undefined;
+let stdoutDestination: LogOutput | undefined;
 
 function bufferedStdout() {
   if (stdoutDestination === undefined) {
-    const destination = pino.destination({ dest: 1, sync: true, minLength: 4096, periodicFlush: 100 });
-    process.on('exit', () => destination.flushSync());
+    const destination = new LogOutput(1);
+    process.on('exit', () => destination.flush());
     stdoutDestination = destination;
   }
   return stdoutDestination;
@@ -70,6 +69,8 @@ export function serverOptions(config: Config, logStream?: Writable): FastifyServ
     },
     // One line per request comes from ops/observability.ts instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
+    // A request's child logger is made only when something logs through it.
+    childLoggerFactory: lazyChildLogger,
     requestIdHeader: false,
     genReqId: requestId,
     return503OnClosing: false,

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { SECURITY_HEADERS } from './http/security-headers.js';
+import { API_HEADERS } from './http/security-headers.js';
 import { LIMITS } from './schemas.js';
 import { isStorageUnavailable } from './storage/unavailable.js';
 
@@ -74,7 +74,7 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
 
 /** Errors Fastify raises before any hook runs (a malformed URL): the same body and headers. */
 export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  return errorHandler(error, request, reply.headers(SECURITY_HEADERS));
+  return errorHandler(error, request, reply.headers(API_HEADERS));
 }
 
 /** The raw bytes for a request the HTTP parser rejected before Fastify could see it. */
@@ -82,7 +82,7 @@ export function rawErrorResponse(statusCode: number, message: string): string {
   const body = JSON.stringify(errorBody(statusCode, message));
   return (
     `HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\n` +
-    Object.entries(SECURITY_HEADERS)
+    Object.entries(API_HEADERS)
       .map(([name, value]) => `${name}: ${value}\r\n`)
       .join('') +
     `Content-Type: ${JSON_CONTENT_TYPE}\r\n` +

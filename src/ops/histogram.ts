@@ -115,3 +115,52 @@ export class Histogram {
     return values;
   }
 }
+
+/** One label combination of a `LabelledCounter`. */
+export class CounterSeries {
+  value = 0;
+
+  constructor(readonly labels: Readonly<Record<string, string>>) {}
+
+  inc() {
+    this.value++;
+  }
+}
+
+/** A counter bumped on every request: as `Histogram`, one series per label combination, rendered at scrape time. */
+export class LabelledCounter {
+  private readonly series = new Map<string, CounterSeries>();
+
+  constructor(
+    private readonly name: string,
+    private readonly help: string,
+    private readonly labelNames: readonly string[],
+  ) {}
+
+  /** The series for these label values, in `labelNames` order. */
+  of(...values: string[]): CounterSeries {
+    const key = values.join('\u0000');
+    let series = this.series.get(key);
+    if (series === undefined) {
+      series = new CounterSeries(Object.fromEntries(this.labelNames.map((name, i) => [name, values[i]!])));
+      this.series.set(key, series);
+    }
+    return series;
+  }
+
+  register(registry: Registry) {
+    const counter: Collector = {
+      name: this.name,
+      help: this.help,
+      type: 'counter',
+      aggregator: 'sum',
+      get: () => ({
+        ...fields(counter),
+        values: [...this.series.values()].map((s) => ({ labels: { ...s.labels }, value: s.value })),
+      }),
+      // Zeroed, not forgotten, as a histogram's series.
+      reset: () => this.series.forEach((series) => (series.value = 0)),
+    };
+    registry.registerMetric(counter as never);
+  }
+}

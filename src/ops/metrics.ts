@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import { performance } from 'node:perf_hooks';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
-import { Histogram, type HistogramSeries } from './histogram.js';
+import { Histogram, LabelledCounter, type HistogramSeries } from './histogram.js';
 import { storageSpan } from './tracing.js';
 
 /** Every metric the service exposes on /metrics, defined once per process. */
@@ -59,6 +59,14 @@ export const storageOperation = {
   get: storageDuration.of('get'),
   list: storageDuration.of('list'),
 } as const;
+
+/** Bumped on every GET of a page (SQLite only: on PostgreSQL every page is read from the database). */
+export const pageCacheLookups = new LabelledCounter(
+  'plant_store_page_cache_lookups_total',
+  'Pages of GET /plants asked of the page cache, by result (hit: answered from memory)',
+  ['result'],
+);
+pageCacheLookups.register(registry);
 
 export const authFailures = new Counter({
   name: 'plant_store_auth_failures_total',

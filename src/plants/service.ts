@@ -7,6 +7,7 @@ import type { ChangeOutcome, PlantChange, PlantRecord, Precondition, Storage, St
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { newRevision } from './etag.js';
 import { PageCache } from './page-cache.js';
+import { VersionPerTurn } from './version-per-turn.js';
 
 export interface Page {
   plants: Plant[];
@@ -54,12 +55,25 @@ function appliedPlant(id: bigint, outcome: ChangeOutcome): StoredPlant {
 export class PlantService {
   private readonly write: (change: PlantChange) => Promise<ChangeOutcome>;
   private readonly pages = new PageCache();
+  /** Null when the engine cannot tell when others commit (PostgreSQL): then nothing is cached. */
+  private readonly versions: VersionPerTurn | null;
 
   constructor(
     private readonly storage: Storage,
     options: { groupCommit: boolean },
   ) {
-    this.write = groupCommit(storage, options.groupCommit);
+    // Own commits drop only the pages of the accounts they wrote (see PageCache). SQLite has
+    // committed when applyChanges returns (better-sqlite3 is synchronous), so the note made then
+    // leaves no moment in which a cached page is older than the store; the note made when the
+    // promise settles does the same for an engine that commits later.
+    const applyChanges = (changes: PlantChange[]) => {
+      const accounts = new Set(changes.map((change) => change.account));
+      const committed = storage.applyChanges(changes);
+      this.pages.noteOwnCommit(accounts);
+      return committed.finally(() => this.pages.noteOwnCommit(accounts));
+    };
+    this.write = groupCommit({ ...storage, applyChanges }, options.groupCommit);
+    this.versions = storage.plantsVersion() === null ? null : new VersionPerTurn(() => storage.plantsVersion());
   }
 
   /** Stores the plant, or confirms a retry of it; a different plant under the same id is a 409. */
@@ -105,10 +119,12 @@ export class PlantService {
   async page(account: string, limit: number, cursor: string | undefined): Promise<Page> {
     const after = cursor === undefined ? null : decodeCursor(cursor);
     if (limit === 0) return { plants: [], next: null, shared: false };
-    // The version is read before the rows, so a page is never stamped newer than what it holds.
-    const version = this.storage.plantsVersion();
+    // The version and the own-commit count are read before the rows, so a page is never stamped
+    // newer than what it holds.
+    const version = this.versions === null ? null : await this.versions.next();
     const cached = version === null ? undefined : this.pages.get(version, account, after, limit);
     if (cached !== undefined) return cached;
+    const since = this.pages.commitsSoFar();
     const rows = await timed(storageOperation.list, () => this.storage.listPlants(account, after, limit + 1));
     const more = rows.length > limit;
     const page: Page = {
@@ -116,7 +132,7 @@ export class PlantService {
       next: more ? encodeCursor(rows[limit - 1]!.id) : null,
       shared: false,
     };
-    if (version !== null) page.shared = this.pages.set(version, account, after, limit, page);
+    if (version !== null) page.shared = this.pages.set(version, since, account, after, limit, page);
     return page;
   }
 

@@ -187,9 +187,11 @@ export interface Storage extends WebhookStorage {
   streamPlants(account: string, afterId: bigint | null): AsyncIterable<PlantRecord[]>;
 
   /**
-   * A number that moves whenever a commit, by this process or any other, may have changed the
-   * plants; null when the engine cannot tell cheaply. Read before a read, it stamps what that read
-   * saw: the result stays current for as long as the number stays the same.
+   * A number that moves whenever a commit by another process may have changed the plants; null
+   * when the engine cannot tell cheaply. This process's own commits do not move it: who commits
+   * says which accounts it wrote (PlantService tells its page cache). Read before a read, it stamps
+   * what that read saw: the result stays current, as far as other processes go, for as long as the
+   * number stays the same.
    */
   plantsVersion(): number | null;
 

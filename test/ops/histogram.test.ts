@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { Histogram } from '../../src/ops/histogram.js';
+import { Histogram, LabelledCounter } from '../../src/ops/histogram.js';
 
 async function scrape(observe: (histogram: Histogram) => void, reset = false): Promise<string> {
   const registry = new Registry();
@@ -15,7 +15,7 @@ async function scrape(observe: (histogram: Histogram) => void, reset = false): P
   return registry.metrics();
 }
 
-describe('request histograms render as Prometheus histograms and counters', () => {
+describe('request histograms and counters render as Prometheus histograms and counters', () => {
   it('renders cumulative buckets, +Inf, sum and count, and the count as a counter', async () => {
     const text = await scrape((h) => {
       h.of('/a').observe(0.05);
@@ -42,5 +42,25 @@ describe('request histograms render as Prometheus histograms and counters', () =
     }, true);
     assert.ok(text.split('\n').includes('demo_seconds_count{route="/a"} 1'), text);
     assert.ok(text.split('\n').includes('demo_seconds_bucket{le="1",route="/a"} 1'), text);
+  });
+
+  it('renders a labelled counter per series, zeroed by a reset and counting on', async () => {
+    const registry = new Registry();
+    const counter = new LabelledCounter('demo_lookups_total', 'Demo lookups', ['result']);
+    counter.register(registry);
+    const hit = counter.of('hit');
+    counter.of('miss');
+    hit.inc();
+    hit.inc();
+    const before = (await registry.metrics()).split('\n');
+    for (const line of [
+      '# TYPE demo_lookups_total counter',
+      'demo_lookups_total{result="hit"} 2',
+      'demo_lookups_total{result="miss"} 0',
+    ])
+      assert.ok(before.includes(line), `${line} in\n${before.join('\n')}`);
+    registry.resetMetrics();
+    hit.inc();
+    assert.ok((await registry.metrics()).split('\n').includes('demo_lookups_total{result="hit"} 1'));
   });
 });

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import pino from 'pino';
+import { lazyChildLogger } from '../../src/ops/observability.js';
 import { ENGINES, sqlite } from '../helpers/engines.js';
 import { testApp, type TestApp } from '../helpers/app.js';
 
@@ -33,6 +35,43 @@ describe('logs: one JSON line per request, tokens never logged', () => {
     assert.equal(line!.route, '/plants');
     assert.equal(line!.status, 200);
     assert.equal(typeof line!.durationMs, 'number');
+  });
+
+  it('writes the request line as pino would: level, time, pid, hostname, then the fields and msg', async () => {
+    const before = t.logs.length;
+    await t.app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'shape-1' } });
+    const line = t.logs.slice(before).find((l) => l.includes('"shape-1"'))!;
+    assert.deepEqual(Object.keys(JSON.parse(line)), [
+      'level',
+      'time',
+      'pid',
+      'hostname',
+      'reqId',
+      'method',
+      'route',
+      'url',
+      'status',
+      'durationMs',
+      'msg',
+    ]);
+    assert.equal(JSON.parse(line).level, 30);
+  });
+
+  it('logs through request.log with the request id, its child logger made only then', () => {
+    const lines: string[] = [];
+    const parent = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    const log = lazyChildLogger(parent, { reqId: 'child-7' }, {});
+    assert.equal(lines.length, 0);
+    log.error({ detail: 1 }, 'went wrong');
+    log.debug('below the level');
+    assert.equal(lines.length, 1);
+    assert.deepEqual((({ level, reqId, detail, msg }) => ({ level, reqId, detail, msg }))(JSON.parse(lines[0]!)), {
+      level: 50,
+      reqId: 'child-7',
+      detail: 1,
+      msg: 'went wrong',
+    });
+    assert.equal(log.level, 'info');
   });
 
   it('makes a request id when the client sends none, an unsafe one or a token, and returns it', async () => {

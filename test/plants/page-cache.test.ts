@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { PageCache } from '../../src/plants/page-cache.js';
 import type { Page } from '../../src/plants/service.js';
+import { testApp, type TestApp } from '../helpers/app.js';
+import { sqlite } from '../helpers/engines.js';
 
 const page = (...names: string[]): Page => ({ plants: names.map((name) => ({ name })), next: null, shared: true });
 
@@ -10,22 +12,24 @@ describe('the page cache answers only what the store would answer now', () => {
     const cache = new PageCache();
     assert.equal(cache.get(1, 'a', null, 10), undefined);
     const first = page('Fern');
-    assert.equal(cache.set(1, 'a', null, 10, first), true, 'kept');
+    assert.equal(cache.set(1, 0, 'a', null, 10, first), true, 'kept');
     assert.equal(cache.get(1, 'a', null, 10), first);
   });
 
-  it('drops every page once the version moves', () => {
+  it('drops every page, of every account, once the version moves (a commit by another process)', () => {
     const cache = new PageCache();
     cache.get(1, 'a', null, 10);
-    cache.set(1, 'a', null, 10, page('Fern'));
+    cache.set(1, 0, 'a', null, 10, page('Fern'));
+    cache.set(1, 0, 'b', null, 10, page('Moss'));
     assert.equal(cache.get(2, 'a', null, 10), undefined);
     assert.equal(cache.get(2, 'a', null, 10), undefined, 'nothing of version 1 comes back');
+    assert.equal(cache.get(2, 'b', null, 10), undefined, 'nor of any other account');
   });
 
   it('keeps nothing read at a version older than the current one', () => {
     const cache = new PageCache();
     cache.get(2, 'a', null, 10);
-    assert.equal(cache.set(1, 'a', null, 10, page('stale')), false, 'not kept');
+    assert.equal(cache.set(1, 0, 'a', null, 10, page('stale')), false, 'not kept');
     assert.equal(cache.get(2, 'a', null, 10), undefined);
   });
 
@@ -41,7 +45,7 @@ describe('the page cache answers only what the store would answer now', () => {
       ['1:a', null, 10],
       ['a:1', 0n, 10],
     ];
-    pages.forEach(([account, after, limit], i) => cache.set(1, account, after, limit, page(`plant ${i}`)));
+    pages.forEach(([account, after, limit], i) => cache.set(1, 0, account, after, limit, page(`plant ${i}`)));
     pages.forEach(([account, after, limit], i) =>
       assert.deepEqual(cache.get(1, account, after, limit), page(`plant ${i}`), `${account} ${after} ${limit}`),
     );
@@ -51,7 +55,7 @@ describe('the page cache answers only what the store would answer now', () => {
     const cache = new PageCache();
     cache.get(1, 'a', null, 0);
     const thousand = (tag: string) => page(...Array.from({ length: 1_000 }, (_, i) => `${tag}${i}`));
-    for (let i = 0; i < 6; i++) cache.set(1, 'a', BigInt(i), 1_000, thousand(`p${i}`));
+    for (let i = 0; i < 6; i++) cache.set(1, 0, 'a', BigInt(i), 1_000, thousand(`p${i}`));
     assert.equal(cache.get(1, 'a', 0n, 1_000), undefined, 'the oldest page made room');
     for (let i = 1; i < 6; i++) assert.ok(cache.get(1, 'a', BigInt(i), 1_000), `page ${i} kept`);
   });
@@ -59,7 +63,7 @@ describe('the page cache answers only what the store would answer now', () => {
   it('counts an empty page as one plant, so pages past the end cannot fill memory', () => {
     const cache = new PageCache();
     cache.get(1, 'a', null, 0);
-    for (let i = 0; i <= 5_000; i++) cache.set(1, 'a', BigInt(i), 10, page());
+    for (let i = 0; i <= 5_000; i++) cache.set(1, 0, 'a', BigInt(i), 10, page());
     assert.equal(cache.get(1, 'a', 0n, 10), undefined, 'the oldest empty page made room');
     assert.deepEqual(cache.get(1, 'a', 5_000n, 10), page());
   });
@@ -68,15 +72,110 @@ describe('the page cache answers only what the store would answer now', () => {
     const cache = new PageCache();
     cache.get(1, 'a', null, 0);
     const thousand = page(...Array.from({ length: 1_000 }, (_, i) => `p${i}`));
-    for (let i = 0; i < 10; i++) cache.set(1, 'a', null, 1_000, thousand);
-    for (let i = 1; i <= 4; i++) cache.set(1, 'b', BigInt(i), 1_000, thousand);
+    for (let i = 0; i < 10; i++) cache.set(1, 0, 'a', null, 1_000, thousand);
+    for (let i = 1; i <= 4; i++) cache.set(1, 0, 'b', BigInt(i), 1_000, thousand);
     assert.equal(cache.get(1, 'a', null, 1_000), thousand, 'five pages of 1,000 fit: nothing evicted');
   });
 
   it('does not keep a page of more than 1,000 plants', () => {
     const cache = new PageCache();
     cache.get(1, 'a', null, 0);
-    assert.equal(cache.set(1, 'a', null, 1_001, page(...Array.from({ length: 1_001 }, (_, i) => `p${i}`))), false);
+    assert.equal(cache.set(1, 0, 'a', null, 1_001, page(...Array.from({ length: 1_001 }, (_, i) => `p${i}`))), false);
     assert.equal(cache.get(1, 'a', null, 1_001), undefined);
+  });
+});
+
+describe('a commit by this process drops only the pages of the accounts it wrote', () => {
+  it('keeps the pages of every other account', () => {
+    const cache = new PageCache();
+    cache.get(1, 'a', null, 0);
+    for (const account of ['a', 'b', 'c']) cache.set(1, 0, account, null, 10, page(`${account} plant`));
+    cache.set(1, 0, 'a', 5n, 10, page('a later plant'));
+    cache.noteOwnCommit(['a', 'c']);
+    assert.equal(cache.get(1, 'a', null, 10), undefined, "a's first page is gone");
+    assert.equal(cache.get(1, 'a', 5n, 10), undefined, "a's later page is gone");
+    assert.equal(cache.get(1, 'c', null, 10), undefined, "c's page is gone");
+    assert.deepEqual(cache.get(1, 'b', null, 10), page('b plant'), "b's page stays");
+  });
+
+  it('does not keep a page read while its account committed, and keeps one of another account', () => {
+    const cache = new PageCache();
+    cache.get(1, 'a', null, 0);
+    const since = cache.commitsSoFar();
+    cache.noteOwnCommit(['a']);
+    assert.equal(cache.set(1, since, 'a', null, 10, page('read before the commit')), false, 'not kept');
+    assert.equal(cache.get(1, 'a', null, 10), undefined);
+    assert.equal(cache.set(1, since, 'b', null, 10, page('b plant')), true, "b's page is kept");
+    assert.equal(cache.set(1, cache.commitsSoFar(), 'a', null, 10, page('read after')), true, 'a later read is kept');
+  });
+
+  it('refuses every read begun before it forgot which accounts committed (past 10,000 accounts)', () => {
+    const cache = new PageCache();
+    cache.get(1, 'a', null, 0);
+    const since = cache.commitsSoFar();
+    for (let i = 0; i <= 10_000; i++) cache.noteOwnCommit([`account ${i}`]);
+    assert.equal(cache.set(1, since, 'never committed', null, 10, page('old read')), false, 'not kept');
+    assert.equal(cache.set(1, cache.commitsSoFar(), 'never committed', null, 10, page('new read')), true);
+  });
+});
+
+describe('the page cache through the API: a create by one account leaves the other accounts their pages', () => {
+  let t: TestApp;
+  const tokens: Record<string, string> = {};
+  before(async () => {
+    t = await testApp(sqlite);
+    for (const account of ['writer', 'reader']) {
+      tokens[account] = await t.token(account);
+      for (const id of [1, 2, 3]) await create(account, id);
+    }
+  });
+  after(() => t.close());
+
+  async function create(account: string, id: number) {
+    const reply = await t.app.inject({
+      method: 'POST',
+      url: '/plants',
+      headers: { authorization: `Bearer ${tokens[account]}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({ id, name: `${account} ${id}` }),
+    });
+    assert.equal(reply.statusCode, 200);
+  }
+
+  async function firstPage(account: string): Promise<string[]> {
+    const reply = await t.app.inject({
+      url: '/plants?limit=10',
+      headers: { authorization: `Bearer ${tokens[account]}` },
+    });
+    assert.equal(reply.statusCode, 200);
+    return (reply.json() as { name: string }[]).map((plant) => plant.name);
+  }
+
+  async function lookups(): Promise<{ hit: number; miss: number }> {
+    const text = (await t.app.inject({ url: '/metrics' })).body;
+    const count = (result: string) =>
+      Number(new RegExp(`^plant_store_page_cache_lookups_total\\{result="${result}"\\} (\\d+)$`, 'm').exec(text)?.[1]);
+    return { hit: count('hit'), miss: count('miss') };
+  }
+
+  it('counts hits and misses in /metrics, answers the other account from memory, and shows the new plant at once', async () => {
+    await firstPage('reader');
+    await firstPage('writer');
+    const start = await lookups();
+    assert.deepEqual(await firstPage('reader'), ['reader 1', 'reader 2', 'reader 3']);
+    assert.deepEqual(await lookups(), { hit: start.hit + 1, miss: start.miss }, 'a page served again is a hit');
+
+    await create('writer', 4);
+    assert.deepEqual(await firstPage('reader'), ['reader 1', 'reader 2', 'reader 3']);
+    assert.deepEqual(
+      await lookups(),
+      { hit: start.hit + 2, miss: start.miss },
+      "the reader's page survived the create",
+    );
+    assert.deepEqual(
+      await firstPage('writer'),
+      ['writer 1', 'writer 2', 'writer 3', 'writer 4'],
+      'the new plant, at once',
+    );
+    assert.deepEqual(await lookups(), { hit: start.hit + 2, miss: start.miss + 1 }, "the writer's page was read again");
   });
 });

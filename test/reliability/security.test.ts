@@ -14,28 +14,34 @@ import { oneShot, rawExchange, sleep } from './support.js';
 /**
  * Security hygiene (SECURITY.md states the threat model these tests stand behind):
  * token secrets never reach logs, error messages or the store; a token is found by the hash of
- * its secret; every response carries the security headers.
+ * its secret; every answer carries the security headers that fit it.
  */
 
-/** Headers every response carries, including the raw answers to requests Fastify never sees. */
-const CORE_HEADERS = [
-  'content-security-policy',
-  'cross-origin-resource-policy',
-  'referrer-policy',
-  'strict-transport-security',
-  'x-content-type-options',
-  'x-frame-options',
-];
-/** The rest of helmet's set, on every response that went through the app. */
-const HELMET_HEADERS = [
-  ...CORE_HEADERS,
+/** The OWASP REST set: exactly these on every JSON answer, including the raw ones Fastify never sees. */
+const API_HEADERS: Record<string, string> = {
+  'x-content-type-options': 'nosniff',
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+  'x-frame-options': 'DENY',
+  'cache-control': 'no-store',
+};
+/** Helmet's browser headers beyond that set: for the /docs page only. */
+const PAGE_ONLY_HEADERS = [
   'cross-origin-opener-policy',
+  'cross-origin-resource-policy',
   'origin-agent-cluster',
+  'referrer-policy',
   'x-dns-prefetch-control',
   'x-download-options',
   'x-permitted-cross-domain-policies',
   'x-xss-protection',
 ];
+
+/** Fails unless `headers` (lower-case names) carry exactly the API set and no browser header of Helmet's. */
+function assertApiHeaders(headers: (name: string) => string | null | undefined, what: string) {
+  for (const [name, value] of Object.entries(API_HEADERS)) assert.equal(headers(name), value, `${what}: ${name}`);
+  for (const name of [...PAGE_ONLY_HEADERS, 'strict-transport-security'])
+    assert.equal(headers(name) ?? null, null, `${what}: no ${name}`);
+}
 
 /** A real server on a new store of `engine`, both gone when the test `t` ends. */
 async function serverOnFreshStore(engine: Engine, t: TestContext) {
@@ -244,8 +250,8 @@ for (const engine of ENGINES) {
     });
   });
 
-  describe(`every response carries the security headers, errors included (${engine.name})`, () => {
-    it('on 2xx, 3xx, 400, 401, 403, 404, 405, 409, 413, 415 from the app and on the raw 400 and 431 answers', async (t) => {
+  describe(`JSON answers carry the OWASP REST headers and no others of the kind; the /docs page Helmet's (${engine.name})`, () => {
+    it('on 2xx, 400, 401, 403, 404, 405, 409, 413, 415 from the app, the ops endpoints and the raw 400 and 431 answers', async (t) => {
       const { database, server } = await serverOnFreshStore(engine, t);
       const token = server.firstToken!;
       const readOnly = createToken(database, 'headers', ['--scopes', 'plants:read']).token;
@@ -264,8 +270,7 @@ for (const engine of ENGINES) {
         ['metrics', 200, '/metrics'],
         ['OpenAPI JSON', 200, '/openapi.json'],
         ['OpenAPI YAML', 200, '/openapi.yaml'],
-        ['docs page', 200, '/docs'],
-        ['docs redirect', 302, '/docs/static/index.html', { redirect: 'manual' }],
+        ['docs document', 200, '/docs/json'],
         ['bad JSON', 400, '/plants', { method: 'POST', headers: json, body: '{' }],
         ['bad limit', 400, '/plants?limit=-1', { headers: auth }],
         ['bad URL', 400, '/%zz', { headers: auth }],
@@ -295,9 +300,7 @@ for (const engine of ENGINES) {
         const response = await fetch(`${server.url}${path}`, init);
         await response.arrayBuffer();
         assert.equal(response.status, status, what);
-        const expected = what === 'bad URL' ? CORE_HEADERS : HELMET_HEADERS;
-        for (const header of expected) assert.ok(response.headers.has(header), `${what} (${status}) has ${header}`);
-        assert.equal(response.headers.get('x-content-type-options'), 'nosniff', what);
+        assertApiHeaders((name) => response.headers.get(name), `${what} (${status})`);
       }
 
       const raw: Array<[string, number, string]> = [
@@ -310,9 +313,29 @@ for (const engine of ENGINES) {
       for (const [what, status, bytes] of raw) {
         const { responses } = await rawExchange(port, bytes, { untilResponse: true });
         assert.equal(responses[0]?.status, status, what);
-        for (const header of CORE_HEADERS)
-          assert.ok(header in responses[0]!.headers, `${what} (${status}) has ${header}`);
-        assert.equal(responses[0]!.headers['x-content-type-options'], 'nosniff', what);
+        assertApiHeaders((name) => responses[0]!.headers[name], `${what} (${status})`);
+      }
+    });
+
+    it("the /docs page, its redirect and its assets carry Helmet's browser set instead, without HSTS", async (t) => {
+      const { server } = await serverOnFreshStore(engine, t);
+      const pages: Array<[string, number, string]> = [
+        ['docs page', 200, '/docs'],
+        ['docs page with slash', 200, '/docs/'],
+        ['docs redirect', 302, '/docs/static/index.html'],
+        ['docs initializer', 200, '/docs/static/swagger-initializer.js'],
+        ['docs asset', 200, '/docs/static/swagger-ui.css'],
+      ];
+      for (const [what, status, path] of pages) {
+        const response = await fetch(`${server.url}${path}`, { redirect: 'manual' });
+        await response.arrayBuffer();
+        assert.equal(response.status, status, what);
+        for (const name of PAGE_ONLY_HEADERS) assert.ok(response.headers.has(name), `${what} has ${name}`);
+        assert.equal(response.headers.get('x-content-type-options'), 'nosniff', what);
+        assert.equal(response.headers.get('x-frame-options'), 'SAMEORIGIN', what);
+        assert.match(response.headers.get('content-security-policy') ?? '', /script-src 'self'/, what);
+        assert.equal(response.headers.get('strict-transport-security'), null, `${what}: HSTS is the TLS terminator's`);
+        assert.notEqual(response.headers.get('cache-control'), 'no-store', `${what}: a page may be cached`);
       }
     });
 
@@ -325,7 +348,7 @@ for (const engine of ENGINES) {
           const response = await app.app.inject({ url: '/plants', headers: { authorization: `Bearer ${token}` } });
           statuses.push(response.statusCode);
           if (response.statusCode === 429) {
-            for (const header of HELMET_HEADERS) assert.ok(header in response.headers, `429 has ${header}`);
+            assertApiHeaders((name) => response.headers[name] as string | undefined, '429');
           }
         }
         assert.ok(statuses.includes(429), `the limit was hit: ${statuses}`);

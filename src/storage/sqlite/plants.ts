@@ -31,9 +31,9 @@ export function sqlitePlants(db: Database.Database): PlantStorage {
     .raw(true);
   const queueEvent = outbox(db);
 
-  // data_version moves when another connection (another process) commits; this connection's own
-  // writes are counted here, failed ones too (a version moved for nothing only costs a cache miss).
-  // Either one moves `plantsVersion`.
+  // data_version moves when another connection (another process, or the webhook deliverer's own
+  // connection) commits, and only then: this connection's own commits leave it (and
+  // `plantsVersion`) where it is; the service tells its page cache which accounts it wrote.
   const dataVersion = db.prepare('PRAGMA data_version').pluck();
   let seenDataVersion = dataVersion.get();
   let version = 0;
@@ -76,11 +76,7 @@ export function sqlitePlants(db: Database.Database): PlantStorage {
 
   return {
     async applyChanges(changes) {
-      try {
-        return applyAll.immediate(changes);
-      } finally {
-        version++;
-      }
+      return applyAll.immediate(changes);
     },
     async getPlant(account, id) {
       return current(account, id) ?? null;

@@ -1,0 +1,75 @@
+/**
+ * `npm run bench:ab -- get|post ROUNDS CLI...`: several builds of the service (each a copy of
+ * `dist/`, given by its cli.js) under the bench's GET or POST load, taking turns round after round,
+ * each on a fresh copy of the same SQLite store; prints req/s and CPU per request of every run and
+ * their medians. For deciding whether a change is faster on a shared machine, where one run of
+ * each proves nothing. AB_SEC (seconds per run, default 5), AB_WARM (warm-up, 3), AB_ENV (JSON
+ * environment for the servers).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chooseGenerator, load, type Workload } from './load.js';
+import { LOAD_CPU, SERVER_CPU, pinSelf } from './machine.js';
+import { cpuSeconds, freePort, start } from './procs.js';
+import { nextIdBase } from './rounds.js';
+import { median } from './stats.js';
+import { prepareSqlite } from './stores.js';
+
+const [request, roundsText, ...clis] = process.argv.slice(2);
+if ((request !== 'get' && request !== 'post') || !(Number(roundsText) > 0) || clis.length === 0) {
+  process.stderr.write('usage: npm run bench:ab -- get|post ROUNDS path/to/cli.js [path/to/other/cli.js ...]\n');
+  process.exit(2);
+}
+const seconds = Number(process.env.AB_SEC ?? 5);
+const warmup = Number(process.env.AB_WARM ?? 3);
+const env = JSON.parse(process.env.AB_ENV ?? '{}') as Record<string, string>;
+
+pinSelf();
+const scratch = mkdtempSync(join(tmpdir(), 'plant-store-ab-'));
+const generator = chooseGenerator();
+const runs = new Map<string, { rps: number; cpuUs: number }[]>(clis.map((cli) => [cli, []]));
+try {
+  const store = await prepareSqlite(scratch, { getPlants: 1_000, listPlants: 0, mixedAccounts: 0 });
+  const workload = (): Workload =>
+    request === 'get'
+      ? { kind: 'get', path: '/plants?limit=10', token: store.tokens.get }
+      : { kind: 'post', token: store.tokens.post, idBase: nextIdBase() };
+  for (let round = 0; round < Number(roundsText); round++) {
+    for (const [i, cli] of clis.entries()) {
+      const port = await freePort();
+      const name = `build-${i}-round-${round}`;
+      const proc = await start({
+        name,
+        command: [process.execPath, cli, 'serve', '--port', String(port), '--database', store.databaseFor(name)],
+        cpus: SERVER_CPU,
+        env: { RATE_LIMIT: '0', ...env },
+        port,
+        probePath: '/healthz',
+        logFile: join(scratch, `${name}.log`),
+      });
+      const spec = (durationSec: number) => ({
+        baseUrl: proc.url,
+        workload: workload(),
+        connections: 64,
+        durationSec,
+        cpus: LOAD_CPU,
+      });
+      if (warmup > 0) await load(generator, spec(warmup), scratch);
+      const before = cpuSeconds(proc.pid);
+      const result = await load(generator, spec(seconds), scratch);
+      const cpuUs = ((cpuSeconds(proc.pid) - before) * 1e6) / result.requests;
+      await proc.stop();
+      runs.get(cli)!.push({ rps: result.rps, cpuUs });
+      process.stdout.write(`${cli}: ${Math.round(result.rps)} req/s, ${cpuUs.toFixed(1)} us of CPU per request\n`);
+    }
+  }
+  for (const [cli, list] of runs) {
+    process.stdout.write(
+      `${cli}: median ${Math.round(median(list.map((r) => r.rps)))} req/s, ` +
+        `${median(list.map((r) => r.cpuUs)).toFixed(1)} us of CPU per request (lowest ${Math.min(...list.map((r) => r.cpuUs)).toFixed(1)})\n`,
+    );
+  }
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
+}

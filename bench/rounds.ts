@@ -1,0 +1,144 @@
+/**
+ * What every scenario shares: the settings of a bench run, and `alternate`, which puts several
+ * servers under the same load in rounds (A B C, A B C, ...) so that each round's ratios compare
+ * servers measured seconds apart, under the same conditions of a shared machine.
+ */
+import { load, type Generator, type LoadResult, type Workload } from './load.js';
+import { LOAD_CPU } from './machine.js';
+import { cpuSeconds, type Proc } from './procs.js';
+import type { BenchStore, Sizes } from './stores.js';
+
+export interface Settings {
+  connections: number;
+  runSec: number;
+  warmupSec: number;
+  rounds: number;
+  generator: Generator;
+}
+
+export interface Context {
+  settings: Settings;
+  sizes: Required<Sizes>;
+  scratch: string;
+  sqlite: BenchStore;
+  /** Null when PostgreSQL could not be reached (its scenarios are skipped, saying why). */
+  postgres: BenchStore | null;
+  postgresError: string | null;
+  log(line: string): void;
+}
+
+/** One measured run; the server's CPU time per request when it is a single process; scenario figures in `extra`. */
+export interface Run extends LoadResult {
+  cpuUsPerRequest: number | null;
+  extra?: Record<string, number>;
+}
+
+export interface ServerResult {
+  /** Unique in the scenario; `ceiling` is the reference every ratio divides by. */
+  name: string;
+  /** How the tables show it. */
+  label: string;
+  runs: Run[];
+  /** Scenario figures over the server's whole life (for example syncs counted by strace). */
+  extra?: Record<string, number>;
+}
+
+export interface ScenarioResult {
+  title: string;
+  /** Markdown: what the scenario asks and of whom. */
+  about: string;
+  servers: ServerResult[];
+  /** Figures of the scenario as a whole, shown under its table. */
+  notes?: string[];
+  /** Why the scenario did not run. */
+  skipped?: string;
+}
+
+export interface Contender {
+  name: string;
+  label: string;
+  start(): Promise<Proc>;
+  /** The load of round `round` (POST ids differ per run). */
+  workload(round: number): Workload;
+  /** False for servers of several processes: /proc of the first one would not be the whole. */
+  cpu?: boolean;
+  /** Figures read before and after each measured run; `after` gets what `before` returned. */
+  measure?: {
+    before(proc: Proc): Promise<number[]>;
+    after(proc: Proc, before: number[]): Promise<Record<string, number>>;
+  };
+  /** Figures for the server's whole life, read just before it stops (and after, for files it writes on exit). */
+  beforeStop?(proc: Proc): Promise<Record<string, number>>;
+  afterStop?(): Record<string, number>;
+  /** The load generator's CPUs: the bench's load CPU unless the scenario says otherwise. */
+  loadCpus?: string | null;
+}
+
+let idBase = 1_000_000_000_000;
+/** A fresh range of ids for a POST run: no create of the bench ever replays another. */
+export function nextIdBase(): number {
+  return (idBase += 100_000_000_000);
+}
+
+function show(log: (line: string) => void, name: string, r: Run) {
+  const failures = r.failures > 0 ? `  FAILURES ${r.failures}` : '';
+  const cpu = r.cpuUsPerRequest === null ? '' : `  CPU ${r.cpuUsPerRequest.toFixed(0).padStart(4)} us/req`;
+  const extra = Object.entries(r.extra ?? {})
+    .map(([k, v]) => `  ${k} ${Number.isInteger(v) ? v : v.toFixed(3)}`)
+    .join('');
+  log(
+    `  ${name.padEnd(30)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50Ms.toFixed(2).padStart(7)} ms  p99 ${r.p99Ms.toFixed(2).padStart(8)} ms${cpu}${extra}${failures}`,
+  );
+}
+
+/**
+ * Starts every contender, warms each up, runs `rounds` rounds of one measured run each in the
+ * given order, then stops them all. Ratios are taken later, per round (report.ts).
+ */
+export async function alternate(ctx: Context, contenders: Contender[]): Promise<ServerResult[]> {
+  const { settings, scratch } = ctx;
+  const started: { contender: Contender; proc: Proc; runs: Run[] }[] = [];
+  const spec = (c: Contender, proc: Proc, round: number, durationSec: number) => ({
+    baseUrl: proc.url,
+    workload: c.workload(round),
+    connections: settings.connections,
+    durationSec,
+    cpus: c.loadCpus === undefined ? LOAD_CPU : c.loadCpus,
+  });
+  try {
+    for (const contender of contenders) started.push({ contender, proc: await contender.start(), runs: [] });
+    for (const { contender, proc } of started) {
+      if (settings.warmupSec > 0)
+        await load(settings.generator, spec(contender, proc, -1, settings.warmupSec), scratch);
+    }
+    for (let round = 0; round < settings.rounds; round++) {
+      for (const { contender, proc, runs } of started) {
+        const withCpu = contender.cpu !== false;
+        const figures = (await contender.measure?.before(proc)) ?? [];
+        const cpuBefore = withCpu ? cpuSeconds(proc.pid) : 0;
+        const result = await load(settings.generator, spec(contender, proc, round, settings.runSec), scratch);
+        const cpuUsPerRequest = withCpu ? ((cpuSeconds(proc.pid) - cpuBefore) * 1e6) / result.requests : null;
+        const extra = contender.measure ? await contender.measure.after(proc, figures) : undefined;
+        const run: Run = { ...result, cpuUsPerRequest, ...(extra ? { extra } : {}) };
+        runs.push(run);
+        show(ctx.log, contender.label, run);
+      }
+    }
+    const results: ServerResult[] = [];
+    for (const { contender, proc, runs } of started) {
+      const extra = { ...(await contender.beforeStop?.(proc)) };
+      await proc.stop();
+      Object.assign(extra, contender.afterStop?.());
+      results.push({
+        name: contender.name,
+        label: contender.label,
+        runs,
+        ...(Object.keys(extra).length > 0 ? { extra } : {}),
+      });
+    }
+    started.length = 0;
+    return results;
+  } finally {
+    for (const { proc } of started) await proc.stop();
+  }
+}

@@ -1,0 +1,75 @@
+/** Figures derived from a scenario's runs: medians, and ratios taken round by round. */
+import type { Run, ScenarioResult, ServerResult } from './rounds.js';
+
+export const TARGETS = {
+  throughputRatio: 0.6,
+  p99Ratio: 2,
+  syncsPerCreate: 0.25,
+  listingGrowthBytes: 50 * 2 ** 20,
+  slowDiskVsPeer: 10,
+};
+
+export function median(values: number[]): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export interface Ratio {
+  median: number;
+  min: number;
+  max: number;
+  perRound: number[];
+}
+
+/** `of(a) / of(b)` for each round both ran, with its median and spread. */
+export function ratio(a: ServerResult, b: ServerResult, of: (run: Run) => number | null): Ratio {
+  const perRound = a.runs
+    .map((run, i) => {
+      const x = of(run);
+      const y = b.runs[i] === undefined ? null : of(b.runs[i]!);
+      return x === null || y === null || y === 0 ? NaN : x / y;
+    })
+    .filter((v) => Number.isFinite(v));
+  return { median: median(perRound), min: Math.min(...perRound), max: Math.max(...perRound), perRound };
+}
+
+export interface Summary {
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  cpuUsPerRequest: number | null;
+  failures: number;
+  /** Against the ceiling of the same scenario, round by round; null without a ceiling. */
+  vsCeiling: { rps: Ratio; p99: Ratio; cpu: Ratio | null } | null;
+}
+
+export function server(scenario: ScenarioResult, name: string): ServerResult | undefined {
+  return scenario.servers.find((s) => s.name === name);
+}
+
+export function summarize(scenario: ScenarioResult, s: ServerResult): Summary {
+  const ceiling = server(scenario, 'ceiling');
+  const cpu = s.runs.map((r) => r.cpuUsPerRequest).filter((v): v is number => v !== null);
+  const withCeiling = ceiling !== undefined && ceiling !== s;
+  return {
+    rps: median(s.runs.map((r) => r.rps)),
+    p50Ms: median(s.runs.map((r) => r.p50Ms)),
+    p99Ms: median(s.runs.map((r) => r.p99Ms)),
+    cpuUsPerRequest: cpu.length > 0 ? median(cpu) : null,
+    failures: s.runs.reduce((sum, r) => sum + r.failures, 0),
+    vsCeiling: withCeiling
+      ? {
+          rps: ratio(s, ceiling, (r) => r.rps),
+          p99: ratio(s, ceiling, (r) => r.p99Ms),
+          cpu: cpu.length > 0 ? ratio(s, ceiling, (r) => r.cpuUsPerRequest) : null,
+        }
+      : null,
+  };
+}
+
+/** The sum of one `extra` figure over a server's runs. */
+export function total(s: ServerResult | undefined, key: string): number {
+  return (s?.runs ?? []).reduce((sum, r) => sum + (r.extra?.[key] ?? 0), 0);
+}
