@@ -3,6 +3,7 @@
  * its own process, with the same workloads as the wrk scripts of load.ts. Argument: a LoadSpec
  * as JSON. Prints one line `AC_JSON <LoadResult>`.
  */
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import type { LoadResult, LoadSpec } from './load.js';
@@ -25,6 +26,35 @@ function requests(): object[] {
     ];
   }
   if (w.kind === 'get') return [{ method: 'GET', path: w.path, headers: { authorization: `Bearer ${w.token}` } }];
+  if (w.kind === 'by-id') {
+    const { method, firstId, count, stamp } = w;
+    const headers = { authorization: `Bearer ${w.token}` };
+    const patch = { ...headers, 'content-type': 'application/merge-patch+json' };
+    return [
+      {
+        setupRequest: (request: Record<string, unknown>) => {
+          const seq = n++;
+          const path = `/plants/${firstId + (method === 'DELETE' ? seq : seq % count)}`;
+          return method === 'PATCH'
+            ? { ...request, method, path, headers: patch, body: `{"name":"patched ${stamp + seq}"}` }
+            : { ...request, method, path, headers };
+        },
+      },
+    ];
+  }
+  if (w.kind === 'bad-tokens') {
+    const madeUp = () => `pst_${randomBytes(32).toString('base64url').slice(0, 43)}`;
+    return [
+      {
+        setupRequest: (request: Record<string, unknown>) => ({
+          ...request,
+          method: 'GET',
+          path: w.path,
+          headers: { authorization: `Bearer ${madeUp()}` },
+        }),
+      },
+    ];
+  }
   const tokens = readFileSync(w.tokensFile, 'utf8').split('\n').filter(Boolean);
   const waiting: [token: string, path: string][] = [];
   const pick = <T>(items: T[]) => items[Math.floor(Math.random() * items.length)]!;

@@ -3,7 +3,9 @@
  * A bare `node:http` server, bearer token checked against an in-memory Map, no framework, no
  * storage, no logging. GET /plants?limit=10 pages through an in-memory sorted array (with the
  * rel="next" Link header the service sends); POST /plants parses the JSON body, checks id and
- * name, and echoes the plant. Nothing is written anywhere.
+ * name, and echoes the plant. GET /plants/{id} finds the plant in that array; PATCH parses the
+ * body, checks the name and answers the plant merged with it; DELETE finds it and answers 204.
+ * Nothing is written anywhere: a PATCH or DELETE changes nothing that later requests see.
  *
  * Started by bench/servers.ts: `node --import tsx bench/ceiling.ts` with PORT and CEILING_FILE, a
  * JSON file {"tokens": {"secret": "account"}, "plants": {"account": count}} (bench/stores.ts).
@@ -66,16 +68,24 @@ function list(req: IncomingMessage, res: ServerResponse, who: string, url: URL) 
   send(res, 200, JSON.stringify(page), next);
 }
 
-function create(req: IncomingMessage, res: ServerResponse) {
+type Body = { id?: unknown; name?: unknown; tag?: unknown };
+
+function readJson(req: IncomingMessage, res: ServerResponse, then: (body: Body) => void) {
   const chunks: Buffer[] = [];
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('end', () => {
-    let body: { id?: unknown; name?: unknown; tag?: unknown };
+    let body: Body;
     try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Body;
     } catch {
       return fail(res, 400, 'malformed JSON');
     }
+    then(body);
+  });
+}
+
+function create(req: IncomingMessage, res: ServerResponse) {
+  readJson(req, res, (body) => {
     if (typeof body.id !== 'number' || typeof body.name !== 'string') return fail(res, 400, 'id and name are required');
     send(
       res,
@@ -85,11 +95,30 @@ function create(req: IncomingMessage, res: ServerResponse) {
   });
 }
 
+/** GET, PATCH and DELETE /plants/{id}: ids are 1-based positions in the account's array. */
+function byId(req: IncomingMessage, res: ServerResponse, who: string, idText: string) {
+  const id = Number(idText);
+  const plant = Number.isInteger(id) ? plantsByAccount.get(who)?.[id - 1] : undefined;
+  if (plant === undefined) return fail(res, 404, 'no such plant');
+  if (req.method === 'GET') return send(res, 200, JSON.stringify({ id, ...plant }));
+  if (req.method === 'DELETE') {
+    res.writeHead(204).end();
+    return;
+  }
+  if (req.method !== 'PATCH') return fail(res, 405, 'method not allowed');
+  readJson(req, res, (body) => {
+    if (body.name !== undefined && typeof body.name !== 'string') return fail(res, 400, 'name must be a string');
+    send(res, 200, JSON.stringify({ id, ...plant, ...(body.name === undefined ? {} : { name: body.name }) }));
+  });
+}
+
 const server = createServer((req, res) => {
   const url = new URL(req.url ?? '/', 'http://localhost');
-  if (url.pathname !== '/plants') return fail(res, 404, 'no such path');
+  const idText = url.pathname.startsWith('/plants/') ? url.pathname.slice('/plants/'.length) : null;
+  if (url.pathname !== '/plants' && idText === null) return fail(res, 404, 'no such path');
   const who = account(req);
   if (who === undefined) return fail(res, 401, 'unknown token');
+  if (idText !== null) return byId(req, res, who, idText);
   if (req.method === 'GET') return list(req, res, who, url);
   if (req.method === 'POST') return create(req, res);
   return fail(res, 405, 'method not allowed');

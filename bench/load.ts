@@ -18,7 +18,16 @@ export type Workload =
    * them create a plant, the rest GET /plants?limit=L with L from `limits`, or, `followShare` of
    * the time when one is waiting, the rel="next" link of an earlier page (with that page's token).
    */
-  | { kind: 'mixed'; tokensFile: string; idBase: number; postShare: number; followShare: number; limits: number[] };
+  | { kind: 'mixed'; tokensFile: string; idBase: number; postShare: number; followShare: number; limits: number[] }
+  /**
+   * One plant by id, ids `firstId` .. `firstId + count - 1` (each wrk thread its own share):
+   * GET and PATCH cycle over them, PATCH with a new name each time (`patched <stamp + n>`, so
+   * each is a real change); DELETE takes each id once (past the last one it answers 404s,
+   * counted as failures: the range must outlast the run).
+   */
+  | { kind: 'by-id'; method: 'GET' | 'PATCH' | 'DELETE'; token: string; firstId: number; count: number; stamp: number }
+  /** GET `path` with a made-up API token, a new one each request (a flood of bad credentials). */
+  | { kind: 'bad-tokens'; path: string };
 
 export interface LoadSpec {
   /** Scheme, host and port of the server. */
@@ -145,6 +154,46 @@ function response(status, headers, body)
 end
 ${WRK_DONE}`;
 
+/**
+ * By id: args token, method, firstId, count, stamp, threads. With T threads, thread t takes
+ * the ids firstId + t, firstId + t + T, ...
+ */
+const WRK_BY_ID = `${WRK_THREAD_INDEX}
+local token, method, first, count, stamp, step, n
+function init(args)
+  token, method = args[1], args[2]
+  first, count, stamp, step = tonumber(args[3]), tonumber(args[4]), tonumber(args[5]), tonumber(args[6])
+  n = 0
+end
+function request()
+  local seq = tindex + n * step
+  n = n + 1
+  local k = seq
+  if method ~= "DELETE" then k = seq % count end
+  local path = string.format("/plants/%.0f", first + k)
+  local headers = { ["Authorization"] = "Bearer " .. token }
+  if method == "PATCH" then
+    headers["Content-Type"] = "application/merge-patch+json"
+    return wrk.format("PATCH", path, headers, string.format('{"name":"patched %.0f"}', stamp + seq))
+  end
+  return wrk.format(method, path, headers)
+end
+${WRK_DONE}`;
+
+/** Bad tokens: each request with a token no one has, 43 random base64url characters after \`pst_\`. */
+const WRK_BAD_TOKENS = `
+local alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+math.randomseed(os.time())
+function request()
+  local chars = {}
+  for i = 1, 43 do
+    local r = math.random(1, 64)
+    chars[i] = alphabet:sub(r, r)
+  end
+  return wrk.format("GET", nil, { ["Authorization"] = "Bearer pst_" .. table.concat(chars) })
+end
+${WRK_DONE}`;
+
 const scripts = new Map<string, string>();
 
 function wrkScript(scratchDir: string, name: string, text: string): string {
@@ -157,20 +206,37 @@ function wrkScript(scratchDir: string, name: string, text: string): string {
   return path;
 }
 
+function wrkInvocation(
+  w: Workload,
+  baseUrl: string,
+  threads: number,
+  scratchDir: string,
+): [script: string, url: string, args: string[]] {
+  switch (w.kind) {
+    case 'mixed':
+      return [
+        wrkScript(scratchDir, 'mixed', WRK_MIXED),
+        baseUrl + '/plants',
+        [w.tokensFile, String(w.idBase), String(w.postShare), String(w.followShare), w.limits.join(',')],
+      ];
+    case 'by-id':
+      return [
+        wrkScript(scratchDir, 'by-id', WRK_BY_ID),
+        baseUrl + '/plants',
+        [w.token, w.method, String(w.firstId), String(w.count), String(w.stamp), String(threads)],
+      ];
+    case 'bad-tokens':
+      return [wrkScript(scratchDir, 'bad-tokens', WRK_BAD_TOKENS), baseUrl + w.path, []];
+    case 'get':
+      return [wrkScript(scratchDir, 'simple', WRK_SIMPLE), baseUrl + w.path, [w.token, 'GET', '0']];
+    case 'post':
+      return [wrkScript(scratchDir, 'simple', WRK_SIMPLE), baseUrl + '/plants', [w.token, 'POST', String(w.idBase)]];
+  }
+}
+
 async function runWrk(spec: LoadSpec, scratchDir: string): Promise<LoadResult> {
   const w = spec.workload;
-  const [script, url, scriptArgs] =
-    w.kind === 'mixed'
-      ? [
-          wrkScript(scratchDir, 'mixed', WRK_MIXED),
-          spec.baseUrl + '/plants',
-          [w.tokensFile, String(w.idBase), String(w.postShare), String(w.followShare), w.limits.join(',')],
-        ]
-      : [
-          wrkScript(scratchDir, 'simple', WRK_SIMPLE),
-          spec.baseUrl + (w.kind === 'get' ? w.path : '/plants'),
-          [w.token, w.kind === 'get' ? 'GET' : 'POST', String(w.kind === 'post' ? w.idBase : 0)],
-        ];
+  const [script, url, scriptArgs] = wrkInvocation(w, spec.baseUrl, spec.threads ?? 1, scratchDir);
   const args = [
     `-t${spec.threads ?? 1}`,
     `-c${spec.connections}`,

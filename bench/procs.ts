@@ -139,7 +139,10 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
-/** The values of the samples named `name` in the Prometheus text of /metrics, summed (every label set). */
+/**
+ * The values of the samples named `name` in the Prometheus text of /metrics, summed (every label
+ * set); 0 for a labelled family with no sample yet (a counter appears once it is first counted).
+ */
 export async function metric(url: string, name: string, labels = ''): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const pattern = new RegExp(`^${name}(\\{[^}]*\\})? (\\S+)$`, 'gm');
@@ -150,6 +153,7 @@ export async function metric(url: string, name: string, labels = ''): Promise<nu
     found = true;
     sum += Number(match[2]);
   }
-  if (!found) throw new Error(`${name}${labels ? ` with ${labels}` : ''} is not in /metrics`);
+  if (!found && !text.includes(`# TYPE ${name} `))
+    throw new Error(`${name}${labels ? ` with ${labels}` : ''} is not in /metrics`);
   return sum;
 }

@@ -1,11 +1,11 @@
 /** BENCHMARKS.md, generated from one run's results (bench/results/<timestamp>.json). */
 import type { Generator } from './load.js';
-import type { ScenarioResult } from './rounds.js';
+import type { Run, ScenarioResult } from './rounds.js';
 import type { ListingFigures } from './scenarios/listing.js';
 import { MIXED } from './scenarios/mixed.js';
 import { SYNC_DELAY_MS } from './scenarios/slow-disk.js';
 import type { Sizes } from './stores.js';
-import { TARGETS, ratio, server, summarize, total, type Ratio } from './stats.js';
+import { TARGETS, median, ratio, server, summarize, total, type Ratio } from './stats.js';
 
 export interface Results {
   startedAt: string;
@@ -68,6 +68,26 @@ export function targets(r: Results): { what: string; value: string; target: stri
       ok: syncs <= TARGETS.syncsPerCreate,
     });
   }
+  const hooks = r.scenarios.webhooks;
+  const none = hooks && server(hooks, 'no-webhook');
+  const answering = hooks && server(hooks, 'webhook-answering');
+  const hanging = hooks && server(hooks, 'webhook-hanging');
+  if (none && answering && hanging) {
+    const rps = ratio(answering, none, (run) => run.rps);
+    const p99 = ratio(hanging, none, (run) => run.p99Ms);
+    rows.push({
+      what: 'POST with an endpoint answering 200: req/s / without endpoint',
+      value: `**${f2(rps.median)}**${spread(rps)}`,
+      target: `>= ${f2(TARGETS.webhookThroughputRatio)}`,
+      ok: rps.median >= TARGETS.webhookThroughputRatio,
+    });
+    rows.push({
+      what: 'POST with an endpoint never answering: p99 / without endpoint',
+      value: `**${f2(p99.median)}x**${spread(p99)}`,
+      target: `<= ${f2(TARGETS.webhookHangingP99Ratio)}x`,
+      ok: p99.median <= TARGETS.webhookHangingP99Ratio,
+    });
+  }
   const slow = r.scenarios['slow-disk'];
   const slowService = slow && server(slow, 'service-slow-disk');
   const slowPeer = slow && server(slow, 'fastify-slow-disk');
@@ -101,8 +121,10 @@ function serverTable(scenario: ScenarioResult): string {
       `${f2(m.p99Ms)} ms | ${vs ? `${f2(vs.p99.median)}x` : ''} | ${cpu} | ${vs?.cpu ? `${f2(vs.cpu.median)}x` : ''} | ${m.failures} |`
     );
   });
+  // A scenario whose ratios divide by another server than a ceiling says which in its text.
+  const ref = scenario.servers.some((s) => s.reference && !s.reference.startsWith('ceiling')) ? 'reference' : 'ceiling';
   return [
-    '| Server | req/s | req/s / ceiling (range over rounds) | p50 | p99 | p99 / ceiling | CPU per request | CPU / ceiling | Failed |',
+    `| Server | req/s | req/s / ${ref} (range over rounds) | p50 | p99 | p99 / ${ref} | CPU per request | CPU / ${ref} | Failed |`,
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
   ].join('\n');
@@ -153,6 +175,63 @@ const FIGURES: Record<string, (s: ScenarioResult, r: Results) => string[]> = {
       lines.push(
         `Plant Store creates ${vs.median.toFixed(1)}x as many plants per second as the plain Fastify peer ` +
           `(per round: ${vs.perRound.map((v) => v.toFixed(1)).join(', ')}; target ${TARGETS.slowDiskVsPeer}x).`,
+      );
+    }
+    return lines;
+  },
+  'by-id'(s) {
+    const lines: string[] = [];
+    for (const method of ['patch', 'delete']) {
+      const x = server(s, `service-${method}`);
+      if (!x) continue;
+      const changes = x.runs.reduce((sum, run) => sum + run.requests, 0);
+      lines.push(
+        `${x.label}: ${(total(x, 'commits') / changes).toFixed(3)} durable commits per acknowledged change ` +
+          '(the increase of `plant_store_storage_commits_total` / the requests answered).',
+      );
+    }
+    return lines;
+  },
+  webhooks(s) {
+    const none = server(s, 'no-webhook');
+    const answering = server(s, 'webhook-answering');
+    const hanging = server(s, 'webhook-hanging');
+    if (!none || !answering || !hanging) return [];
+    const per = (x: typeof none, of: (run: Run) => number) => {
+      const v = ratio(x, none, of);
+      return `${f2(v.median)} (rounds: ${v.perRound.map(f2).join(', ')})`;
+    };
+    const lines = [
+      `Against (a), round by round: throughput (b)/(a) ${per(answering, (run) => run.rps)} (target >= ` +
+        `${f2(TARGETS.webhookThroughputRatio)}), (c)/(a) ${per(hanging, (run) => run.rps)}; p99 (b)/(a) ` +
+        `${per(answering, (run) => run.p99Ms)}, (c)/(a) ${per(hanging, (run) => run.p99Ms)} (target <= ` +
+        `${f2(TARGETS.webhookHangingP99Ratio)}).`,
+    ];
+    const b = answering.extra;
+    if (b)
+      lines.push(`(b): ${f0(b.delivered!)} events delivered, ${f0(b.received!)} requests received by its receiver.`);
+    const c = hanging.extra;
+    if (c)
+      lines.push(
+        `(c): ${f0(c.received!)} attempts reached its receiver, ${f0(c.pending!)} events pending at the end; RSS ` +
+          `${mib(c.rssAfterWarmup!)} after the warm-up, ${mib(c.rssAtEnd!)} at the end.`,
+      );
+    return lines;
+  },
+  'auth-flood'(s) {
+    const lines: string[] = [];
+    for (const limit of ['default', '0']) {
+      const alone = server(s, `limit-${limit}-alone`);
+      const flooded = server(s, `limit-${limit}-flooded`);
+      if (!alone || !flooded) continue;
+      const rps = ratio(flooded, alone, (run) => run.rps);
+      const p99 = ratio(flooded, alone, (run) => run.p99Ms);
+      const flood = median(flooded.runs.map((run) => run.extra?.backgroundRps ?? NaN));
+      lines.push(
+        `${limit === 'default' ? 'Limit at its default' : 'Limit off'}: flooded / alone ${f2(rps.median)}${spread(rps)} ` +
+          `of the valid requests per second, p99 ${f2(p99.median)}x${spread(p99)}; the flood made ${f0(flood)} ` +
+          `requests per second, ${f0(total(flooded, 'unknownLookups'))} unknown tokens reached the store and ` +
+          `${f0(total(flooded, 'refused429'))} were answered 429 over the measured runs.`,
       );
     }
     return lines;

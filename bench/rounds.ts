@@ -3,7 +3,7 @@
  * servers under the same load in rounds (A B C, A B C, ...) so that each round's ratios compare
  * servers measured seconds apart, under the same conditions of a shared machine.
  */
-import { load, type Generator, type LoadResult, type Workload } from './load.js';
+import { load, type Generator, type LoadResult, type LoadSpec, type Workload } from './load.js';
 import { LOAD_CPU } from './machine.js';
 import { cpuSeconds, type Proc } from './procs.js';
 import type { BenchStore, Sizes } from './stores.js';
@@ -38,6 +38,8 @@ export interface ServerResult {
   name: string;
   /** How the tables show it. */
   label: string;
+  /** The server its ratios divide by: `ceiling` unless the scenario has several references. */
+  reference?: string;
   runs: Run[];
   /** Scenario figures over the server's whole life (for example syncs counted by strace). */
   extra?: Record<string, number>;
@@ -72,6 +74,16 @@ export interface Contender {
   afterStop?(): Record<string, number>;
   /** The load generator's CPUs: the bench's load CPU unless the scenario says otherwise. */
   loadCpus?: string | null;
+  /** As ServerResult's. */
+  reference?: string;
+  /**
+   * A second load generator run beside each of this contender's loads (warm-up included), on the
+   * same CPUs, such as a flood of bad credentials; its requests per second land in the run's
+   * `extra` as `backgroundRps`. The table's figures are the first generator's alone.
+   */
+  background?: { workload: Workload; connections: number };
+  /** Called after each load (warm-up included) and its measures: say, until a backlog the load left is worked off. */
+  settle?(proc: Proc): Promise<void>;
 }
 
 let idBase = 1_000_000_000_000;
@@ -98,30 +110,43 @@ function show(log: (line: string) => void, name: string, r: Run) {
 export async function alternate(ctx: Context, contenders: Contender[]): Promise<ServerResult[]> {
   const { settings, scratch } = ctx;
   const started: { contender: Contender; proc: Proc; runs: Run[] }[] = [];
-  const spec = (c: Contender, proc: Proc, round: number, durationSec: number) => ({
+  const spec = (c: Contender, proc: Proc, round: number, durationSec: number): LoadSpec => ({
     baseUrl: proc.url,
     workload: c.workload(round),
     connections: settings.connections,
     durationSec,
     cpus: c.loadCpus === undefined ? LOAD_CPU : c.loadCpus,
   });
+  /** The contender's load, with its background load beside it; the background's req/s, if any. */
+  const run = async (c: Contender, proc: Proc, round: number, durationSec: number) => {
+    const main = spec(c, proc, round, durationSec);
+    const [result, background] = await Promise.all([
+      load(settings.generator, main, scratch),
+      c.background && load(settings.generator, { ...main, ...c.background }, scratch),
+    ]);
+    return { result, backgroundRps: background?.rps };
+  };
   try {
     for (const contender of contenders) started.push({ contender, proc: await contender.start(), runs: [] });
     for (const { contender, proc } of started) {
-      if (settings.warmupSec > 0)
-        await load(settings.generator, spec(contender, proc, -1, settings.warmupSec), scratch);
+      if (settings.warmupSec > 0) await run(contender, proc, -1, settings.warmupSec);
+      await contender.settle?.(proc);
     }
     for (let round = 0; round < settings.rounds; round++) {
       for (const { contender, proc, runs } of started) {
         const withCpu = contender.cpu !== false;
         const figures = (await contender.measure?.before(proc)) ?? [];
         const cpuBefore = withCpu ? cpuSeconds(proc.pid) : 0;
-        const result = await load(settings.generator, spec(contender, proc, round, settings.runSec), scratch);
+        const { result, backgroundRps } = await run(contender, proc, round, settings.runSec);
         const cpuUsPerRequest = withCpu ? ((cpuSeconds(proc.pid) - cpuBefore) * 1e6) / result.requests : null;
-        const extra = contender.measure ? await contender.measure.after(proc, figures) : undefined;
-        const run: Run = { ...result, cpuUsPerRequest, ...(extra ? { extra } : {}) };
-        runs.push(run);
-        show(ctx.log, contender.label, run);
+        const extra = {
+          ...(contender.measure ? await contender.measure.after(proc, figures) : {}),
+          ...(backgroundRps === undefined ? {} : { backgroundRps }),
+        };
+        await contender.settle?.(proc);
+        const measured: Run = { ...result, cpuUsPerRequest, ...(Object.keys(extra).length > 0 ? { extra } : {}) };
+        runs.push(measured);
+        show(ctx.log, contender.label, measured);
       }
     }
     const results: ServerResult[] = [];
@@ -132,6 +157,7 @@ export async function alternate(ctx: Context, contenders: Contender[]): Promise<
       results.push({
         name: contender.name,
         label: contender.label,
+        ...(contender.reference ? { reference: contender.reference } : {}),
         runs,
         ...(Object.keys(extra).length > 0 ? { extra } : {}),
       });

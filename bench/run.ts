@@ -29,10 +29,13 @@ import { chooseGenerator } from './load.js';
 import { LOAD_CPU, SERVER_CPU, canPin, describeMachine, fsyncLatency, loadAverage, pinSelf } from './machine.js';
 import { renderMarkdown, type Results } from './report.js';
 import type { Context, ScenarioResult } from './rounds.js';
+import { authFlood } from './scenarios/auth-flood.js';
+import { byId, byIdPlants } from './scenarios/by-id.js';
 import { listing, type ListingFigures } from './scenarios/listing.js';
 import { mixed } from './scenarios/mixed.js';
 import { getPostgres, getSqlite, postPostgres, postSqlite } from './scenarios/requests.js';
 import { slowDisk } from './scenarios/slow-disk.js';
+import { webhooks } from './scenarios/webhooks.js';
 import { workers } from './scenarios/workers.js';
 import { preparePostgres, prepareSqlite, type BenchStore, type Sizes } from './stores.js';
 
@@ -43,6 +46,9 @@ const SCENARIOS: Record<string, (ctx: Context) => Promise<ScenarioResult>> = {
   listing,
   get: getSqlite,
   post: postSqlite,
+  'by-id': byId,
+  webhooks,
+  'auth-flood': authFlood,
   'slow-disk': slowDisk,
   mixed,
   'pg-get': getPostgres,
@@ -50,7 +56,13 @@ const SCENARIOS: Record<string, (ctx: Context) => Promise<ScenarioResult>> = {
   workers,
 };
 
-const SIZES: Required<Sizes> = { getPlants: 1_000, listPlants: 100_000, mixedAccounts: 1_000, mixedPlants: 100 };
+/** byIdPlants depends on the settings (by-id.ts): enough ids for every DELETE run. */
+const SIZES: Omit<Required<Sizes>, 'byIdPlants'> = {
+  getPlants: 1_000,
+  listPlants: 100_000,
+  mixedAccounts: 1_000,
+  mixedPlants: 100,
+};
 
 const { values: flags } = parseArgs({
   options: {
@@ -108,22 +120,24 @@ async function main() {
     const fsync = fsyncLatency(scratch);
     log(`Disk: fdatasync of 4 KiB takes ${fsync.p50Ms.toFixed(2)} ms (median), ${fsync.p90Ms.toFixed(2)} ms (p90)`);
     log('Seeding the stores...');
+    const sizes: Required<Sizes> = { ...SIZES, byIdPlants: byIdPlants(settings) };
     const sqlite = await prepareSqlite(scratch, {
-      ...SIZES,
-      listPlants: chosen.includes('listing') ? SIZES.listPlants : 0,
-      mixedAccounts: chosen.includes('mixed') ? SIZES.mixedAccounts : 0,
+      ...sizes,
+      listPlants: chosen.includes('listing') ? sizes.listPlants : 0,
+      mixedAccounts: chosen.includes('mixed') ? sizes.mixedAccounts : 0,
+      byIdPlants: chosen.includes('by-id') ? sizes.byIdPlants : 0,
     });
     let postgresError: string | null = null;
     if (chosen.some((name) => name.startsWith('pg-'))) {
       const url = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
       try {
-        postgres = await preparePostgres(scratch, url, { ...SIZES, listPlants: 0, mixedAccounts: 0 });
+        postgres = await preparePostgres(scratch, url, { ...sizes, listPlants: 0, mixedAccounts: 0, byIdPlants: 0 });
       } catch (error) {
         postgresError = `${url}: ${(error as Error).message}`;
         log(`PostgreSQL scenarios skipped: ${postgresError}`);
       }
     }
-    const ctx: Context = { settings, sizes: SIZES, scratch, sqlite, postgres, postgresError, log };
+    const ctx: Context = { settings, sizes, scratch, sqlite, postgres, postgresError, log };
     const scenarios: Record<string, ScenarioResult> = {};
     let listingFigures: ListingFigures | undefined;
     for (const name of chosen) {
@@ -140,7 +154,7 @@ async function main() {
         loadAverage: { start: loadAtStart, end: loadAverage() },
       },
       settings,
-      sizes: SIZES,
+      sizes,
       scenarios,
       ...(listingFigures ? { listing: listingFigures } : {}),
     };

@@ -34,6 +34,8 @@ export interface ServerOptions {
   name?: string;
   /** Service only: `--workers`. */
   workers?: number;
+  /** Service only: more flags of `serve`. */
+  args?: string[];
   env?: Record<string, string>;
   /** Node.js flags, such as `--cpu-prof`. */
   nodeArgs?: string[];
@@ -51,7 +53,17 @@ export async function startServer(kind: ServerKind, store: BenchStore, options: 
     const database = store.databaseFor(name);
     return start({
       ...common,
-      command: [process.execPath, ...nodeArgs, CLI, 'serve', '--port', String(port), '--database', database],
+      command: [
+        process.execPath,
+        ...nodeArgs,
+        CLI,
+        'serve',
+        '--port',
+        String(port),
+        '--database',
+        database,
+        ...(options.args ?? []),
+      ],
       env: {
         RATE_LIMIT: '0',
         WORKERS: String(options.workers ?? 1),

@@ -7,6 +7,9 @@ export const TARGETS = {
   syncsPerCreate: 0.25,
   listingGrowthBytes: 50 * 2 ** 20,
   slowDiskVsPeer: 10,
+  /** Webhooks (issue 12): POST with an answering endpoint against none; p99 with a hanging one against none. */
+  webhookThroughputRatio: 0.9,
+  webhookHangingP99Ratio: 1.2,
 };
 
 export function median(values: number[]): number {
@@ -41,7 +44,7 @@ export interface Summary {
   p99Ms: number;
   cpuUsPerRequest: number | null;
   failures: number;
-  /** Against the ceiling of the same scenario, round by round; null without a ceiling. */
+  /** Against the server's reference (the ceiling unless it names another), round by round; null without one. */
   vsCeiling: { rps: Ratio; p99: Ratio; cpu: Ratio | null } | null;
 }
 
@@ -50,7 +53,7 @@ export function server(scenario: ScenarioResult, name: string): ServerResult | u
 }
 
 export function summarize(scenario: ScenarioResult, s: ServerResult): Summary {
-  const ceiling = server(scenario, 'ceiling');
+  const ceiling = server(scenario, s.reference ?? 'ceiling');
   const cpu = s.runs.map((r) => r.cpuUsPerRequest).filter((v): v is number => v !== null);
   const withCeiling = ceiling !== undefined && ceiling !== s;
   return {

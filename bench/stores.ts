@@ -20,11 +20,13 @@ export interface Sizes {
   /** Accounts of the mixed scenario, each with `mixedPlants` plants; 0 for none. */
   mixedAccounts: number;
   mixedPlants?: number;
+  /** Plants of the account read, updated and deleted by id (`bench-by-id`); 0 for none. */
+  byIdPlants?: number;
 }
 
 export interface BenchStore {
   engine: 'sqlite' | 'postgres';
-  tokens: { get: string; post: string; list: string };
+  tokens: { get: string; post: string; list: string; byId: string };
   /** One token per mixed account, in account order (mixedAccount(i)). */
   mixedTokens: string[];
   /** The same tokens, one a line, for the load script. */
@@ -66,9 +68,11 @@ async function seed(storage: Storage, scratch: string, prefix: string, sizes: Si
     get: (await issueToken(storage, 'bench-get')).secret,
     post: (await issueToken(storage, 'bench-post')).secret,
     list: (await issueToken(storage, 'bench-list')).secret,
+    byId: (await issueToken(storage, 'bench-by-id')).secret,
   };
   await seedAccount(storage, 'bench-get', sizes.getPlants);
   await seedAccount(storage, 'bench-list', sizes.listPlants);
+  await seedAccount(storage, 'bench-by-id', sizes.byIdPlants ?? 0);
   const mixedTokens: string[] = [];
   const mixedPlants = sizes.mixedPlants ?? 100;
   const perBatch = Math.max(1, Math.floor(5_000 / mixedPlants));
@@ -88,8 +92,13 @@ async function seed(storage: Storage, scratch: string, prefix: string, sizes: Si
     [tokens.get]: 'bench-get',
     [tokens.post]: 'bench-post',
     [tokens.list]: 'bench-list',
+    [tokens.byId]: 'bench-by-id',
   };
-  const ceilingPlants: Record<string, number> = { 'bench-get': sizes.getPlants, 'bench-list': sizes.listPlants };
+  const ceilingPlants: Record<string, number> = {
+    'bench-get': sizes.getPlants,
+    'bench-list': sizes.listPlants,
+    'bench-by-id': sizes.byIdPlants ?? 0,
+  };
   mixedTokens.forEach((token, a) => {
     ceilingTokens[token] = mixedAccount(a);
     ceilingPlants[mixedAccount(a)] = mixedPlants;

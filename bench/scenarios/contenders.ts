@@ -15,7 +15,7 @@ export const LABELS: Record<ServerKind, string> = {
 };
 
 export interface ContenderOptions extends Partial<
-  Pick<Contender, 'measure' | 'beforeStop' | 'afterStop' | 'cpu' | 'loadCpus'>
+  Pick<Contender, 'measure' | 'beforeStop' | 'afterStop' | 'cpu' | 'loadCpus' | 'reference' | 'background' | 'settle'>
 > {
   name?: string;
   label?: string;
@@ -40,6 +40,9 @@ export function contender(
     ...(options.measure ? { measure: options.measure } : {}),
     ...(options.beforeStop ? { beforeStop: options.beforeStop } : {}),
     ...(options.afterStop ? { afterStop: options.afterStop } : {}),
+    ...(options.reference ? { reference: options.reference } : {}),
+    ...(options.background ? { background: options.background } : {}),
+    ...(options.settle ? { settle: options.settle } : {}),
   };
 }
 
