@@ -60,7 +60,9 @@ export function describeMachine(generator: Generator) {
     const git = (...args: string[]) =>
       execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     commit = git('rev-parse', '--short', 'HEAD');
-    if (git('status', '--porcelain', 'src', 'bench') !== '') commit += ' + uncommitted changes';
+    // The code under test: the service and the bench's own programs, not its outputs.
+    const code = ['src', 'bench/*.ts', 'bench/peers', 'bench/scenarios'];
+    if (git('status', '--porcelain', '--untracked-files=no', '--', ...code) !== '') commit += ' + uncommitted changes';
   } catch {
     // not a git checkout
   }

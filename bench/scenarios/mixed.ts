@@ -17,9 +17,9 @@ export async function mixed(ctx: Context): Promise<ScenarioResult> {
   return {
     title: `Many accounts, mixed: ${mixedAccounts.toLocaleString('en-US')} accounts x ${mixedPlants} plants`,
     about:
-      `Each request takes one of ${mixedAccounts.toLocaleString('en-US')} tokens at random. ${100 - MIXED.postShare * 100} % are ` +
-      `GET /plants?limit=L with L drawn from ${MIXED.limits.join(', ')}, or, ${MIXED.followShare * 100} % of the time when one ` +
-      'is waiting, the rel="next" link of an earlier page with that page\'s token; ' +
+      `Each request takes one of ${mixedAccounts.toLocaleString('en-US')} tokens at random. ${100 - MIXED.postShare * 100} % ` +
+      `are GETs: /plants?limit=L with L drawn from ${MIXED.limits.join(', ')}, or, ${MIXED.followShare * 100} % of the ` +
+      'time when one is waiting, the rel="next" link of an earlier page with that page\'s token. ' +
       `${MIXED.postShare * 100} % are durable creates with new ids in a random account. Hit rate = page-cache hits / ` +
       'lookups during the measured runs (`plant_store_page_cache_lookups_total` in `/metrics`).',
     servers: await alternate(ctx, [
