@@ -1,5 +1,6 @@
 import type { ClaimedDelivery, PlantEventType, WebhookDelivery, WebhookEndpoint, WebhookStorage } from '../types.js';
 import type { Sql, Tx } from './connection.js';
+import type { ClaimRow, DeliveryRow } from '../webhook-rows.js';
 
 /**
  * Endpoints and deliveries. Every statement of the API names the account; the deliverer's claim
@@ -19,30 +20,6 @@ interface EndpointRow {
   created_at: Date;
 }
 
-interface DeliveryRow {
-  event_id: string;
-  event_type: PlantEventType;
-  state: WebhookDelivery['state'];
-  attempts: number;
-  last_status: number | null;
-  last_error: string | null;
-  next_attempt_at: Date | null;
-  created_at: Date;
-}
-
-interface ClaimRow {
-  account: string;
-  endpoint_id: string;
-  event_id: string;
-  event_type: PlantEventType;
-  payload: string;
-  attempts: number;
-  url: string;
-  secret: string;
-  previous_secret: string | null;
-  previous_secret_until: Date | null;
-}
-
 const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   id: row.id,
   url: row.url,
@@ -52,7 +29,7 @@ const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   createdAt: row.created_at,
 });
 
-const toDelivery = (row: DeliveryRow): WebhookDelivery => ({
+const toDelivery = (row: DeliveryRow<Date>): WebhookDelivery => ({
   eventId: row.event_id,
   eventType: row.event_type,
   state: row.state,
@@ -63,7 +40,7 @@ const toDelivery = (row: DeliveryRow): WebhookDelivery => ({
   createdAt: row.created_at,
 });
 
-const toClaimed = (row: ClaimRow): ClaimedDelivery => ({
+const toClaimed = (row: ClaimRow<Date>): ClaimedDelivery => ({
   account: row.account,
   endpointId: row.endpoint_id,
   eventId: row.event_id,
@@ -145,7 +122,7 @@ export function postgresWebhooks(sql: Sql): WebhookStorage {
     },
 
     async listDeliveries(account, endpointId, limit) {
-      const rows = await sql<DeliveryRow[]>`
+      const rows = await sql<DeliveryRow<Date>[]>`
         SELECT event_id, event_type, state, attempts, last_status, last_error, next_attempt_at, created_at
         FROM webhook_deliveries WHERE account = ${account} AND endpoint_id = ${endpointId}
         ORDER BY created_at DESC, event_id DESC LIMIT ${limit}`;
@@ -164,7 +141,7 @@ export function postgresWebhooks(sql: Sql): WebhookStorage {
     async claimDeliveries(owner, now, leaseUntil, limit) {
       // SKIP LOCKED: processes claiming at once take disjoint rows instead of queueing on each
       // other; a row another committed claim leased meanwhile is re-checked and left out.
-      const rows = await sql<ClaimRow[]>`
+      const rows = await sql<ClaimRow<Date>[]>`
         WITH due AS (
           SELECT d.account, d.endpoint_id, d.event_id FROM webhook_deliveries d
           JOIN webhook_endpoints e ON e.account = d.account AND e.id = d.endpoint_id AND e.enabled

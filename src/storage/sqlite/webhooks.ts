@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { ClaimedDelivery, PlantEventType, WebhookDelivery, WebhookEndpoint, WebhookStorage } from '../types.js';
+import type { ClaimRow, DeliveryRow } from '../webhook-rows.js';
 
 /**
  * Times are epoch milliseconds; `events` is space-separated with a space at each end (see the
@@ -18,30 +19,6 @@ interface EndpointRow {
   created_at: number;
 }
 
-interface DeliveryRow {
-  event_id: string;
-  event_type: PlantEventType;
-  state: WebhookDelivery['state'];
-  attempts: number;
-  last_status: number | null;
-  last_error: string | null;
-  next_attempt_at: number | null;
-  created_at: number;
-}
-
-interface ClaimRow {
-  account: string;
-  endpoint_id: string;
-  event_id: string;
-  event_type: PlantEventType;
-  payload: string;
-  attempts: number;
-  url: string;
-  secret: string;
-  previous_secret: string | null;
-  previous_secret_until: number | null;
-}
-
 const eventsText = (events: PlantEventType[]) => ` ${events.join(' ')} `;
 const date = (ms: number | null) => (ms === null ? null : new Date(ms));
 
@@ -56,7 +33,7 @@ function toEndpoint(row: EndpointRow): WebhookEndpoint {
   };
 }
 
-function toDelivery(row: DeliveryRow): WebhookDelivery {
+function toDelivery(row: DeliveryRow<number>): WebhookDelivery {
   return {
     eventId: row.event_id,
     eventType: row.event_type,
@@ -175,7 +152,7 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
     return removeEndpoint.run(account, id).changes === 1;
   });
   const claim = deliveries.transaction((owner: string, now: number, until: number, limit: number) => {
-    const rows = selectDue.all({ now, limit }) as ClaimRow[];
+    const rows = selectDue.all({ now, limit }) as ClaimRow<number>[];
     for (const row of rows) lease.run(owner, until, row.account, row.endpoint_id, row.event_id);
     return rows;
   });
@@ -223,7 +200,7 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
       return rotate.run(previousUntil.getTime(), secret, account, id).changes === 1;
     },
     async listDeliveries(account, endpointId, limit) {
-      return (selectDeliveries.all(account, endpointId, limit) as DeliveryRow[]).map(toDelivery);
+      return (selectDeliveries.all(account, endpointId, limit) as DeliveryRow<number>[]).map(toDelivery);
     },
     async requeueFailed(account, endpointId, since, until, now) {
       const end = until === null ? Number.MAX_SAFE_INTEGER : until.getTime();
@@ -233,7 +210,7 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
     async claimDeliveries(owner, now, leaseUntil, limit) {
       // A read first, so an idle poll never takes the write lock.
       if (anyDue.get({ now: now.getTime() }) === undefined) return [];
-      const rows: ClaimRow[] = claim.immediate(owner, now.getTime(), leaseUntil.getTime(), limit);
+      const rows: ClaimRow<number>[] = claim.immediate(owner, now.getTime(), leaseUntil.getTime(), limit);
       return rows.map((row): ClaimedDelivery => ({
         account: row.account,
         endpointId: row.endpoint_id,
