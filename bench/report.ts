@@ -136,13 +136,12 @@ const FIGURES: Record<string, (s: ScenarioResult, r: Results) => string[]> = {
     const service = server(s, 'service');
     const quiet = server(s, 'service-quiet');
     if (!service || !quiet) return [];
-    const cost = ratio(quiet, service, (run) => run.cpuUsPerRequest);
-    const rps = ratio(service, quiet, (run) => run.rps);
     const cpu = (x: typeof service) => summarize(s, x).cpuUsPerRequest ?? NaN;
+    const rps = ratio(service, quiet, (run) => run.rps);
     return [
-      `The access log line costs ${f0(cpu(service) - cpu(quiet))} µs of CPU per request here ` +
-        `(${f0(cpu(service))} against ${f0(cpu(quiet))} µs; quiet / logged ${f2(cost.median)}), and the logged ` +
-        `service serves ${f2(rps.median)} of the quiet one's requests per second.`,
+      `With its access log line the service spent ${f0(cpu(service))} µs of CPU per request, without it ` +
+        `${f0(cpu(quiet))} µs, and served ${f2(rps.median)} of the quiet one's requests per second ` +
+        `(rounds: ${rps.perRound.map(f2).join(', ')}); a difference within the rounds' spread is noise.`,
     ];
   },
   post(s) {
