@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomPoolBytes } from './random-pool.js';
 import type { Precondition } from '../storage/types.js';
 
 /**
@@ -8,7 +8,7 @@ import type { Precondition } from '../storage/types.js';
  */
 
 export function newRevision(): bigint {
-  return randomBytes(8).readBigUInt64BE() >> 1n;
+  return randomPoolBytes(8).readBigUInt64BE() >> 1n;
 }
 
 export function etagOf(revision: bigint): string {

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { HttpError } from '../errors.js';
 import { createsAcknowledged, plantsCreated, storageOperation, timed } from '../ops/metrics.js';
 import type { NewPlant, Plant, PlantPatch } from '../schemas.js';
@@ -6,6 +5,7 @@ import { groupCommit } from '../storage/group-commit.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, Precondition, Storage, StoredPlant } from '../storage/types.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { newRevision } from './etag.js';
+import { randomPoolBytes } from './random-pool.js';
 import { PageCache } from './page-cache.js';
 import { VersionPerTurn } from './version-per-turn.js';
 
@@ -35,7 +35,7 @@ async function* toPlantChunks(chunks: AsyncIterable<PlantRecord[]>): AsyncIterab
  * more pages.
  */
 function newEventId(): string {
-  return 'msg_' + Date.now().toString(36).padStart(9, '0') + randomBytes(12).toString('base64url');
+  return 'msg_' + Date.now().toString(36).padStart(9, '0') + randomPoolBytes(12).toString('base64url');
 }
 
 function noSuchPlant(id: bigint): HttpError {

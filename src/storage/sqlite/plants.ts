@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { EVENT_OF, updated } from '../changes.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, Storage, StoredPlant } from '../types.js';
-import { outbox } from './outbox.js';
+import { outbox, type QueueEvent } from './outbox.js';
 
 const STREAM_CHUNK_ROWS = 1000;
 
@@ -29,7 +29,7 @@ export function sqlitePlants(db: Database.Database): PlantStorage {
     .prepare('SELECT id, name, tag FROM plants WHERE account = ? ORDER BY id LIMIT ? + 0')
     .safeIntegers(true)
     .raw(true);
-  const queueEvent = outbox(db);
+  const eventQueue = outbox(db);
 
   // data_version moves when another connection (another process, or the webhook deliverer's own
   // connection) commits, and only then: this connection's own commits leave it (and
@@ -40,7 +40,7 @@ export function sqlitePlants(db: Database.Database): PlantStorage {
 
   const current = (account: string, id: bigint) => selectOne.get(account, id) as StoredPlant | undefined;
 
-  function applyOne(change: PlantChange): ChangeOutcome {
+  function applyOne(change: PlantChange, queueEvent: QueueEvent): ChangeOutcome {
     const { account } = change;
     if (change.kind === 'create') {
       const { plant } = change;
@@ -65,7 +65,10 @@ export function sqlitePlants(db: Database.Database): PlantStorage {
     return { status: 'applied', plant: after };
   }
 
-  const applyAll = db.transaction((changes: PlantChange[]) => changes.map(applyOne));
+  const applyAll = db.transaction((changes: PlantChange[]) => {
+    const queueEvent = eventQueue();
+    return changes.map((change) => applyOne(change, queueEvent));
+  });
 
   const page = (account: string, afterId: bigint | null, limit: number): PlantRecord[] => {
     const rows = (
