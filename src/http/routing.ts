@@ -37,7 +37,7 @@ function hasEmptySegment(request: FastifyRequest): boolean {
 export function notFoundOrWrongMethod(app: FastifyInstance) {
   const paths: { url: string; pattern: RegExp; methods: Set<string> }[] = [];
   app.addHook('onRoute', (route) => {
-    let path = paths.find((p) => p.pattern.source === pathPattern(route.url).source);
+    let path = paths.find((p) => p.url === route.url);
     if (path === undefined)
       paths.push((path = { url: route.url, pattern: pathPattern(route.url), methods: new Set() }));
     for (const method of [route.method].flat()) path.methods.add(method);

@@ -1,4 +1,4 @@
-import type { PlantEventType, WebhookDelivery } from './types.js';
+import type { ClaimedDelivery, PlantEventType, WebhookDelivery } from './types.js';
 
 /**
  * The rows of the webhook tables as both engines read them; `Time` is how each hands back a time:
@@ -27,4 +27,35 @@ export interface ClaimRow<Time> {
   secret: string;
   previous_secret: string | null;
   previous_secret_until: Time | null;
+}
+
+/** How an engine turns its time into a `Date`. */
+export type ToDate<Time> = (time: Time) => Date;
+
+export function toDelivery<Time>(row: DeliveryRow<Time>, toDate: ToDate<Time>): WebhookDelivery {
+  return {
+    eventId: row.event_id,
+    eventType: row.event_type,
+    state: row.state,
+    attempts: row.attempts,
+    lastStatus: row.last_status,
+    lastError: row.last_error,
+    nextAttemptAt: row.next_attempt_at === null ? null : toDate(row.next_attempt_at),
+    createdAt: toDate(row.created_at),
+  };
+}
+
+export function toClaimed<Time>(row: ClaimRow<Time>, toDate: ToDate<Time>): ClaimedDelivery {
+  return {
+    account: row.account,
+    endpointId: row.endpoint_id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    payload: row.payload,
+    attempts: row.attempts,
+    url: row.url,
+    secret: row.secret,
+    previousSecret: row.previous_secret,
+    previousSecretUntil: row.previous_secret_until === null ? null : toDate(row.previous_secret_until),
+  };
 }

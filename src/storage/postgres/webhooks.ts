@@ -1,6 +1,9 @@
-import type { ClaimedDelivery, PlantEventType, WebhookDelivery, WebhookEndpoint, WebhookStorage } from '../types.js';
+import type { PlantEventType, WebhookEndpoint, WebhookStorage } from '../types.js';
 import type { Sql, Tx } from './connection.js';
-import type { ClaimRow, DeliveryRow } from '../webhook-rows.js';
+import { toClaimed, toDelivery, type ClaimRow, type DeliveryRow } from '../webhook-rows.js';
+
+/** postgres.js hands back timestamptz as a Date already. */
+const asDate = (time: Date) => time;
 
 /**
  * Endpoints and deliveries. Every statement of the API names the account; the deliverer's claim
@@ -27,30 +30,6 @@ const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   description: row.description,
   enabled: row.enabled,
   createdAt: row.created_at,
-});
-
-const toDelivery = (row: DeliveryRow<Date>): WebhookDelivery => ({
-  eventId: row.event_id,
-  eventType: row.event_type,
-  state: row.state,
-  attempts: row.attempts,
-  lastStatus: row.last_status,
-  lastError: row.last_error,
-  nextAttemptAt: row.next_attempt_at,
-  createdAt: row.created_at,
-});
-
-const toClaimed = (row: ClaimRow<Date>): ClaimedDelivery => ({
-  account: row.account,
-  endpointId: row.endpoint_id,
-  eventId: row.event_id,
-  eventType: row.event_type,
-  payload: row.payload,
-  attempts: row.attempts,
-  url: row.url,
-  secret: row.secret,
-  previousSecret: row.previous_secret,
-  previousSecretUntil: row.previous_secret_until,
 });
 
 const ENDPOINT_COLUMNS = ['id', 'url', 'events', 'description', 'enabled', 'created_at'];
@@ -126,7 +105,7 @@ export function postgresWebhooks(sql: Sql): WebhookStorage {
         SELECT event_id, event_type, state, attempts, last_status, last_error, next_attempt_at, created_at
         FROM webhook_deliveries WHERE account = ${account} AND endpoint_id = ${endpointId}
         ORDER BY created_at DESC, event_id DESC LIMIT ${limit}`;
-      return rows.map(toDelivery);
+      return rows.map((row) => toDelivery(row, asDate));
     },
 
     async requeueFailed(account, endpointId, since, until, now) {
@@ -156,7 +135,7 @@ export function postgresWebhooks(sql: Sql): WebhookStorage {
           AND e.account = d.account AND e.id = d.endpoint_id
         RETURNING d.account, d.endpoint_id, d.event_id, d.event_type, d.payload, d.attempts,
                   e.url, e.secret, e.previous_secret, e.previous_secret_until`;
-      return rows.map(toClaimed);
+      return rows.map((row) => toClaimed(row, asDate));
     },
 
     async recordAttempts(owner, results) {

@@ -1,6 +1,8 @@
 import type Database from 'better-sqlite3';
-import type { ClaimedDelivery, PlantEventType, WebhookDelivery, WebhookEndpoint, WebhookStorage } from '../types.js';
-import type { ClaimRow, DeliveryRow } from '../webhook-rows.js';
+import type { PlantEventType, WebhookEndpoint, WebhookStorage } from '../types.js';
+import { toClaimed, toDelivery, type ClaimRow, type DeliveryRow } from '../webhook-rows.js';
+
+const msDate = (ms: number) => new Date(ms);
 
 /**
  * Times are epoch milliseconds; `events` is space-separated with a space at each end (see the
@@ -29,19 +31,6 @@ function toEndpoint(row: EndpointRow): WebhookEndpoint {
     events: row.events.split(' ').filter(Boolean) as PlantEventType[],
     description: row.description,
     enabled: row.enabled === 1,
-    createdAt: new Date(row.created_at),
-  };
-}
-
-function toDelivery(row: DeliveryRow<number>): WebhookDelivery {
-  return {
-    eventId: row.event_id,
-    eventType: row.event_type,
-    state: row.state,
-    attempts: row.attempts,
-    lastStatus: row.last_status,
-    lastError: row.last_error,
-    nextAttemptAt: date(row.next_attempt_at),
     createdAt: new Date(row.created_at),
   };
 }
@@ -200,7 +189,9 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
       return rotate.run(previousUntil.getTime(), secret, account, id).changes === 1;
     },
     async listDeliveries(account, endpointId, limit) {
-      return (selectDeliveries.all(account, endpointId, limit) as DeliveryRow<number>[]).map(toDelivery);
+      return (selectDeliveries.all(account, endpointId, limit) as DeliveryRow<number>[]).map((row) =>
+        toDelivery(row, msDate),
+      );
     },
     async requeueFailed(account, endpointId, since, until, now) {
       const end = until === null ? Number.MAX_SAFE_INTEGER : until.getTime();
@@ -211,18 +202,7 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
       // A read first, so an idle poll never takes the write lock.
       if (anyDue.get({ now: now.getTime() }) === undefined) return [];
       const rows: ClaimRow<number>[] = claim.immediate(owner, now.getTime(), leaseUntil.getTime(), limit);
-      return rows.map((row): ClaimedDelivery => ({
-        account: row.account,
-        endpointId: row.endpoint_id,
-        eventId: row.event_id,
-        eventType: row.event_type,
-        payload: row.payload,
-        attempts: row.attempts,
-        url: row.url,
-        secret: row.secret,
-        previousSecret: row.previous_secret,
-        previousSecretUntil: date(row.previous_secret_until),
-      }));
+      return rows.map((row) => toClaimed(row, msDate));
     },
     async recordAttempts(owner, results) {
       recordAll.immediate(owner, results);
