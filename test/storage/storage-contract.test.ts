@@ -6,7 +6,7 @@ import { newToken } from '../../src/auth/api-tokens.js';
 import { groupCommit } from '../../src/storage/group-commit.js';
 import { openStorage } from '../../src/storage/open.js';
 import { sqlitePath } from '../../src/storage/sqlite/index.js';
-import type { PlantChange, PlantRecord, Storage, StoredPlant } from '../../src/storage/types.js';
+import type { ClaimedDelivery, PlantChange, PlantRecord, Storage, StoredPlant } from '../../src/storage/types.js';
 import { ENGINES, type Engine } from '../helpers/engines.js';
 import { insertPlants, type PlantWrite } from '../helpers/plants.js';
 
@@ -410,9 +410,17 @@ for (const engine of ENGINES) {
         const query = `SELECT endpoint_id AS endpoint, event_id AS event, event_type AS type, payload, state
                        FROM webhook_deliveries WHERE account = $1 ORDER BY endpoint_id, event_id`;
         if (engine.name === 'sqlite') {
+          // SQLite keeps a transaction's events for an endpoint packed in one outbox row until the
+          // deliverer unpacks them: both count.
+          const withOutbox = `SELECT endpoint_id AS endpoint, event_id AS event, event_type AS type, payload, state
+                              FROM webhook_deliveries WHERE account = ?
+                              UNION ALL
+                              SELECT o.endpoint_id, e.value ->> 0, e.value ->> 1, e.value ->> 2, 'pending'
+                              FROM webhook_outbox o, json_each(o.events) e WHERE o.account = ?
+                              ORDER BY endpoint, event`;
           const db = new Database(sqlitePath(store.url), { readonly: true });
           try {
-            return db.prepare(query.replace('$1', '?')).all(account) as Delivery[];
+            return db.prepare(withOutbox).all(account, account) as Delivery[];
           } finally {
             db.close();
           }
@@ -489,6 +497,59 @@ for (const engine of ENGINES) {
           ['ep_all evt_three', 'ep_all evt_two', 'ep_created evt_three', 'ep_created evt_two'],
         );
       });
+
+      it('lists queued events newest first and hands each to exactly one claim, its payload exact', async () => {
+        await addEndpoints([{ account: 'claimed', id: 'ep_c', events: ALL, enabled: true }]);
+        await storage().applyChanges([
+          { ...create('claimed', plant(BIG, 'Exact', 'x'), 0), eventId: 'evt_c1' },
+          { ...create('claimed', plant(-BIG, 'Negative'), 1), eventId: 'evt_c2' },
+        ]);
+        const listed = async () =>
+          (await storage().listDeliveries('claimed', 'ep_c', 10)).map((d) => [d.eventId, d.state, d.attempts]);
+        const expected = [
+          ['evt_c2', 'pending', 0],
+          ['evt_c1', 'pending', 0],
+        ];
+        assert.deepEqual(await listed(), expected);
+        assert.ok((await storage().deliveryBacklog()).pending >= 2);
+
+        const now = new Date();
+        const claimed: ClaimedDelivery[] = [];
+        for (let round = 0; round < 1000; round++) {
+          const batch = await storage().claimDeliveries('owner', now, new Date(now.getTime() + 60_000), 1);
+          if (batch.length === 0) break;
+          claimed.push(...batch);
+        }
+        const keys = claimed.map((d) => `${d.account} ${d.endpointId} ${d.eventId}`);
+        assert.equal(new Set(keys).size, keys.length, 'no event claimed twice');
+        assert.deepEqual(
+          claimed
+            .filter((d) => d.account === 'claimed')
+            .map((d) => [d.eventId, d.payload])
+            .sort(),
+          [
+            ['evt_c1', '{"id":9007199254740993,"name":"Exact","tag":"x"}'],
+            ['evt_c2', '{"id":-9007199254740993,"name":"Negative"}'],
+          ],
+        );
+        assert.deepEqual(await listed(), expected, 'claimed, the events are listed as before');
+      });
+
+      it("fails the endpoint's queued events when it is disabled, and drops them with it", async () => {
+        await addEndpoints([
+          { account: 'gone', id: 'ep_off', events: ALL, enabled: true },
+          { account: 'gone', id: 'ep_del', events: ALL, enabled: true },
+        ]);
+        await storage().applyChanges([{ ...create('gone', plant(1n, 'one'), 0), eventId: 'evt_g1' }]);
+        await storage().disableEndpoint('gone', 'ep_off', 'turned off');
+        assert.deepEqual(
+          (await storage().listDeliveries('gone', 'ep_off', 10)).map((d) => [d.eventId, d.state, d.lastError]),
+          [['evt_g1', 'failed', 'turned off']],
+        );
+        assert.equal(await storage().deleteEndpoint('gone', 'ep_del'), true);
+        assert.deepEqual(await storage().listDeliveries('gone', 'ep_del', 10), []);
+        assert.ok((await deliveries('gone')).every((d) => d.endpoint !== 'ep_del'));
+      });
     });
   });
 
@@ -496,7 +557,11 @@ for (const engine of ENGINES) {
     const store = freshStores(engine, 5);
 
     it('migrates exactly once when they all open at the same moment', async () => {
-      assert.deepEqual(await migrationsRecorded(engine, store.url), [1, 2, 3]);
+      // SQLite's fourth is its packed outbox (src/storage/sqlite/migrations.ts).
+      assert.deepEqual(
+        await migrationsRecorded(engine, store.url),
+        engine.name === 'sqlite' ? [1, 2, 3, 4] : [1, 2, 3],
+      );
     });
 
     it('creates exactly one first token when they all ask at once', async () => {

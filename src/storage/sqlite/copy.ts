@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import type { ColumnKind, CopyStore, CopyTable, Key, Row, Value } from '../copy.js';
 import { sqlitePath } from './index.js';
 import { migrate } from './migrations.js';
+import { outboxRows } from './outbox.js';
 
 /** SQLite keeps times as epoch ms, booleans as 0/1 and word lists as one space-separated string. */
 function toSqlite(kind: ColumnKind, value: Value): unknown {
@@ -35,6 +36,8 @@ export function sqliteCopyStore(url: string, { create }: { create: boolean }): C
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
   migrate(db);
+  // Pending deliveries are copied from webhook_deliveries: the events still packed in the outbox go there first.
+  db.transaction(() => outboxRows(db).unpackOldest(Infinity)).immediate();
 
   const statements = new Map<string, Database.Statement>();
   const prepare = (text: string) => {

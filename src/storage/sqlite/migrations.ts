@@ -65,6 +65,20 @@ const MIGRATIONS = [
    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at, created_at) WHERE state = 'pending';
    CREATE INDEX webhook_deliveries_settled ON webhook_deliveries (updated_at) WHERE state <> 'pending';
    CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (account, endpoint_id, created_at);`,
+  // The outbox proper: the events of one commit for one endpoint travel as one row (outbox.ts), so
+  // a change's transaction writes one row per commit and endpoint instead of one delivery row (and
+  // its three index entries) per event. The deliverer unpacks them into webhook_deliveries, oldest
+  // first. `events` is a JSON array of [event id, event type, payload] triples.
+  `CREATE TABLE webhook_outbox (
+     account TEXT NOT NULL,
+     endpoint_id TEXT NOT NULL,
+     first_event_id TEXT NOT NULL,
+     events TEXT NOT NULL,
+     event_count INTEGER NOT NULL,
+     created_at INTEGER NOT NULL,
+     PRIMARY KEY (account, endpoint_id, first_event_id)
+   ) WITHOUT ROWID;
+   CREATE INDEX webhook_outbox_by_age ON webhook_outbox (created_at);`,
 ];
 
 export function migrate(db: Database.Database) {

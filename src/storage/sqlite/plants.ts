@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { EVENT_OF, updated } from '../changes.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, Storage, StoredPlant } from '../types.js';
-import { outbox, type QueueEvent } from './outbox.js';
+import { outbox, type EventQueue } from './outbox.js';
 
 const STREAM_CHUNK_ROWS = 1000;
 
@@ -40,14 +40,14 @@ export function sqlitePlants(db: Database.Database): PlantStorage {
 
   const current = (account: string, id: bigint) => selectOne.get(account, id) as StoredPlant | undefined;
 
-  function applyOne(change: PlantChange, queueEvent: QueueEvent): ChangeOutcome {
+  function applyOne(change: PlantChange, events: EventQueue): ChangeOutcome {
     const { account } = change;
     if (change.kind === 'create') {
       const { plant } = change;
       if (insert.run(account, plant.id, plant.name, plant.tag, plant.revision).changes === 0) {
         return { status: 'unchanged', plant: current(account, plant.id)! };
       }
-      queueEvent(account, EVENT_OF.create, change.eventId, plant);
+      events.queue(account, EVENT_OF.create, change.eventId, plant);
       return { status: 'applied', plant };
     }
     const before = current(account, change.id);
@@ -55,19 +55,21 @@ export function sqlitePlants(db: Database.Database): PlantStorage {
     if (change.precondition && !change.precondition(before)) return { status: 'precondition-failed' };
     if (change.kind === 'delete') {
       remove.run(account, change.id);
-      queueEvent(account, EVENT_OF.delete, change.eventId, before);
+      events.queue(account, EVENT_OF.delete, change.eventId, before);
       return { status: 'applied', plant: before };
     }
     const after = updated(before, change);
     if (after === null) return { status: 'unchanged', plant: before };
     update.run(after.name, after.tag, after.revision, account, after.id);
-    queueEvent(account, EVENT_OF.update, change.eventId, after);
+    events.queue(account, EVENT_OF.update, change.eventId, after);
     return { status: 'applied', plant: after };
   }
 
   const applyAll = db.transaction((changes: PlantChange[]) => {
-    const queueEvent = eventQueue();
-    return changes.map((change) => applyOne(change, queueEvent));
+    const events = eventQueue();
+    const outcomes = changes.map((change) => applyOne(change, events));
+    events.flush();
+    return outcomes;
   });
 
   const page = (account: string, afterId: bigint | null, limit: number): PlantRecord[] => {

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { PlantEventType, WebhookEndpoint, WebhookStorage } from '../types.js';
 import { toClaimed, toDelivery, type ClaimRow, type DeliveryRow } from '../webhook-rows.js';
+import { outboxRows } from './outbox.js';
 
 const msDate = (ms: number) => new Date(ms);
 
@@ -22,7 +23,6 @@ interface EndpointRow {
 }
 
 const eventsText = (events: PlantEventType[]) => ` ${events.join(' ')} `;
-const date = (ms: number | null) => (ms === null ? null : new Date(ms));
 
 function toEndpoint(row: EndpointRow): WebhookEndpoint {
   return {
@@ -37,7 +37,13 @@ function toEndpoint(row: EndpointRow): WebhookEndpoint {
 
 const PRUNE_CHUNK = 1000;
 
+/** The deliveries listing's order: newest first, and by event id among events of the same millisecond. */
+const newestFirst = (a: DeliveryRow<number>, b: DeliveryRow<number>) =>
+  b.created_at - a.created_at || (a.event_id < b.event_id ? 1 : a.event_id > b.event_id ? -1 : 0);
+
 export function sqliteWebhooks(db: Database.Database, deliveries: Database.Database): WebhookStorage {
+  const outboxHere = outboxRows(db);
+  const outboxThere = outboxRows(deliveries);
   const countEndpoints = db.prepare('SELECT count(*) FROM webhook_endpoints WHERE account = ?').pluck();
   const insertEndpoint = db.prepare(
     `INSERT INTO webhook_endpoints (account, id, url, events, description, enabled, secret, created_at)
@@ -132,15 +138,21 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
         enabled: changes.enabled === undefined ? null : changes.enabled ? 1 : 0,
       });
       if (changed.changes === 0) return null;
-      if (changes.enabled === false) failPendingHere.run({ account, endpointId: id, reason, now: Date.now() });
+      if (changes.enabled === false) {
+        outboxHere.unpackEndpoint(account, id);
+        failPendingHere.run({ account, endpointId: id, reason, now: Date.now() });
+      }
       return toEndpoint(selectEndpoint.get(account, id) as EndpointRow);
     },
   );
   const remove = db.transaction((account: string, id: string) => {
     removeDeliveries.run(account, id);
+    outboxHere.removeEndpoint(account, id);
     return removeEndpoint.run(account, id).changes === 1;
   });
   const claim = deliveries.transaction((owner: string, now: number, until: number, limit: number) => {
+    // As many events as this claim may take come out of the outbox first (events are due at once).
+    outboxThere.unpackOldest(limit);
     const rows = selectDue.all({ now, limit }) as ClaimRow<number>[];
     for (const row of rows) lease.run(owner, until, row.account, row.endpoint_id, row.event_id);
     return rows;
@@ -165,6 +177,7 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
   );
   const disableAndFail = deliveries.transaction((account: string, endpointId: string, reason: string) => {
     disable.run(account, endpointId);
+    outboxThere.unpackEndpoint(account, endpointId);
     failPendingThere.run({ account, endpointId, reason, now: Date.now() });
   });
 
@@ -189,9 +202,15 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
       return rotate.run(previousUntil.getTime(), secret, account, id).changes === 1;
     },
     async listDeliveries(account, endpointId, limit) {
-      return (selectDeliveries.all(account, endpointId, limit) as DeliveryRow<number>[]).map((row) =>
-        toDelivery(row, msDate),
-      );
+      // Events still in the outbox are the newest; both lists are bounded by `limit` before the merge.
+      const rows = [
+        ...outboxHere.newestOf(account, endpointId, limit),
+        ...(selectDeliveries.all(account, endpointId, limit) as DeliveryRow<number>[]),
+      ];
+      return rows
+        .sort(newestFirst)
+        .slice(0, limit)
+        .map((row) => toDelivery(row, msDate));
     },
     async requeueFailed(account, endpointId, since, until, now) {
       const end = until === null ? Number.MAX_SAFE_INTEGER : until.getTime();
@@ -200,7 +219,7 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
 
     async claimDeliveries(owner, now, leaseUntil, limit) {
       // A read first, so an idle poll never takes the write lock.
-      if (anyDue.get({ now: now.getTime() }) === undefined) return [];
+      if (anyDue.get({ now: now.getTime() }) === undefined && !outboxThere.any()) return [];
       const rows: ClaimRow<number>[] = claim.immediate(owner, now.getTime(), leaseUntil.getTime(), limit);
       return rows.map((row) => toClaimed(row, msDate));
     },
@@ -219,8 +238,12 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
       }
     },
     async deliveryBacklog() {
-      const row = backlog.get() as { pending: number; oldest: number | null };
-      return { pending: row.pending, oldestCreatedAt: date(row.oldest) };
+      const rows = [backlog.get() as { pending: number; oldest: number | null }, outboxThere.backlog()];
+      const oldest = rows.map((row) => row.oldest).filter((ms) => ms !== null);
+      return {
+        pending: rows[0]!.pending + rows[1]!.pending,
+        oldestCreatedAt: oldest.length === 0 ? null : new Date(Math.min(...oldest)),
+      };
     },
   };
 }
