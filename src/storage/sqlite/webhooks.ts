@@ -150,6 +150,17 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
     outboxHere.removeEndpoint(account, id);
     return removeEndpoint.run(account, id).changes === 1;
   });
+  // One read transaction (one snapshot), so an event another process unpacks meanwhile is seen
+  // once, in the outbox or among the deliveries. Both lists are bounded by `limit` before the merge.
+  const readDeliveries = db.transaction((account: string, endpointId: string, limit: number) => [
+    ...outboxHere.newestOf(account, endpointId, limit),
+    ...(selectDeliveries.all(account, endpointId, limit) as DeliveryRow<number>[]),
+  ]);
+  // One snapshot too: an event being unpacked is counted once.
+  const readBacklog = deliveries.transaction(() => [
+    backlog.get() as { pending: number; oldest: number | null },
+    outboxThere.backlog(),
+  ]);
   const claim = deliveries.transaction((owner: string, now: number, until: number, limit: number) => {
     // As many events as this claim may take come out of the outbox first (events are due at once).
     outboxThere.unpackOldest(limit);
@@ -202,12 +213,7 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
       return rotate.run(previousUntil.getTime(), secret, account, id).changes === 1;
     },
     async listDeliveries(account, endpointId, limit) {
-      // Events still in the outbox are the newest; both lists are bounded by `limit` before the merge.
-      const rows = [
-        ...outboxHere.newestOf(account, endpointId, limit),
-        ...(selectDeliveries.all(account, endpointId, limit) as DeliveryRow<number>[]),
-      ];
-      return rows
+      return readDeliveries(account, endpointId, limit)
         .sort(newestFirst)
         .slice(0, limit)
         .map((row) => toDelivery(row, msDate));
@@ -238,7 +244,7 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
       }
     },
     async deliveryBacklog() {
-      const rows = [backlog.get() as { pending: number; oldest: number | null }, outboxThere.backlog()];
+      const rows = readBacklog();
       const oldest = rows.map((row) => row.oldest).filter((ms) => ms !== null);
       return {
         pending: rows[0]!.pending + rows[1]!.pending,
