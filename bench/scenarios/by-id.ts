@@ -12,11 +12,12 @@ import { contender, metricsDelta } from './contenders.js';
 /** The ids GET and PATCH cycle over. */
 export const BY_ID_POOL = 10_000;
 /**
- * The DELETE range is sized for this many deletes per second: above the ceiling's fastest DELETE
- * run on the shared 2-core machine of these notes (84,000/s; 30,000/s for the service), so that a
- * run normally lasts its whole duration. Nothing depends on it being enough: a run whose ids are
- * used up stops there and its rate is taken over the time it ran (bench/load.ts), so a faster
- * machine gives shorter DELETE runs, never 404s. A bigger bound would only grow the seed.
+ * The DELETE range is sized for this many deletes per second: three times the service's DELETE
+ * on the shared 2-core machine of these notes (33,000/s), about the ceiling's in a quiet moment
+ * (98,000/s), so that a service run lasts its whole duration. Nothing depends on it being enough:
+ * a run whose ids are used up stops there and its rate is taken over the time it ran
+ * (bench/load.ts), so the ceiling's runs, or all of them on a faster machine, may end a little
+ * early, never with 404s. A bigger bound would only grow the seed, which every server copies.
  */
 const DELETES_PER_SECOND = 100_000;
 
