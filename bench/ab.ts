@@ -1,6 +1,6 @@
 /**
- * `npm run bench:ab -- get|post ROUNDS CLI...`: several builds of the service (each a copy of
- * `dist/`, given by its cli.js) under the bench's GET or POST load, taking turns round after round,
+ * `npm run bench:ab -- get|post|by-id ROUNDS CLI...`: several builds of the service (each a copy of
+ * `dist/`, given by its cli.js) under the bench's GET, POST or GET /plants/{id} load, taking turns round after round,
  * each on a fresh copy of the same SQLite store; prints req/s and CPU per request of every run and
  * their medians. For deciding whether a change is faster on a shared machine, where one run of
  * each proves nothing. AB_SEC (seconds per run, default 5), AB_WARM (warm-up, 3), AB_ENV (JSON
@@ -13,12 +13,13 @@ import { chooseGenerator, load, type Workload } from './load.js';
 import { LOAD_CPU, SERVER_CPU, pinSelf } from './machine.js';
 import { cpuSeconds, freePort, start } from './procs.js';
 import { nextIdBase } from './rounds.js';
+import { BY_ID_POOL } from './scenarios/by-id.js';
 import { median } from './stats.js';
 import { prepareSqlite } from './stores.js';
 
 const [request, roundsText, ...clis] = process.argv.slice(2);
-if ((request !== 'get' && request !== 'post') || !(Number(roundsText) > 0) || clis.length === 0) {
-  process.stderr.write('usage: npm run bench:ab -- get|post ROUNDS path/to/cli.js [path/to/other/cli.js ...]\n');
+if (!['get', 'post', 'by-id'].includes(request ?? '') || !(Number(roundsText) > 0) || clis.length === 0) {
+  process.stderr.write('usage: npm run bench:ab -- get|post|by-id ROUNDS path/to/cli.js [path/to/other/cli.js ...]\n');
   process.exit(2);
 }
 const seconds = Number(process.env.AB_SEC ?? 5);
@@ -30,11 +31,18 @@ const scratch = mkdtempSync(join(tmpdir(), 'plant-store-ab-'));
 const generator = chooseGenerator();
 const runs = new Map<string, { rps: number; cpuUs: number }[]>(clis.map((cli) => [cli, []]));
 try {
-  const store = await prepareSqlite(scratch, { getPlants: 1_000, listPlants: 0, mixedAccounts: 0 });
+  const store = await prepareSqlite(scratch, {
+    getPlants: 1_000,
+    listPlants: 0,
+    mixedAccounts: 0,
+    byIdPlants: request === 'by-id' ? BY_ID_POOL : 0,
+  });
   const workload = (): Workload =>
     request === 'get'
       ? { kind: 'get', path: '/plants?limit=10', token: store.tokens.get }
-      : { kind: 'post', token: store.tokens.post, idBase: nextIdBase() };
+      : request === 'by-id'
+        ? { kind: 'by-id', method: 'GET', token: store.tokens.byId, firstId: 1, count: BY_ID_POOL, stamp: 0 }
+        : { kind: 'post', token: store.tokens.post, idBase: nextIdBase() };
   for (let round = 0; round < Number(roundsText); round++) {
     for (const [i, cli] of clis.entries()) {
       const port = await freePort();

@@ -6,6 +6,8 @@ declare module 'autocannon' {
     connections?: number;
     duration?: number;
     timeout?: number;
+    /** The run ends after this many responses, or after `duration`, whichever comes first. */
+    maxOverallRequests?: number;
     headers?: Record<string, string>;
     requests?: Array<{ setupRequest?: (request: Record<string, unknown>) => Record<string, unknown> }>;
   }
@@ -17,6 +19,10 @@ declare module 'autocannon' {
     errors: number;
     timeouts: number;
   }
-  function autocannon(options: Options): Promise<Result>;
+  /** Awaited, the run's result; meanwhile an emitter of each 'response'. */
+  interface Instance extends PromiseLike<Result> {
+    on(event: 'response', listener: () => void): Instance;
+  }
+  function autocannon(options: Options): Instance;
   export default autocannon;
 }

@@ -22,8 +22,8 @@ export type Workload =
   /**
    * One plant by id, ids `firstId` .. `firstId + count - 1` (each wrk thread its own share):
    * GET and PATCH cycle over them, PATCH with a new name each time (`patched <stamp + n>`, so
-   * each is a real change); DELETE takes each id once (past the last one it answers 404s,
-   * counted as failures: the range must outlast the run).
+   * each is a real change); DELETE takes each id once and the run ends when they are used up,
+   * however fast the server: its rate is then over the time it ran.
    */
   | { kind: 'by-id'; method: 'GET' | 'PATCH' | 'DELETE'; token: string; firstId: number; count: number; stamp: number }
   /** GET `path` with a made-up API token, a new one each request (a flood of bad credentials). */
@@ -74,21 +74,27 @@ function run(command: string, args: string[]): Promise<string> {
   });
 }
 
-/** `done` prints the figures as one JSON line; shared by every script. */
+/**
+ * `done` prints the figures as one JSON line; shared by every script. wrk reports the whole -d
+ * duration even when its threads stopped sooner, so a script whose work can run out defines
+ * `ranFor(whole)`, the microseconds its threads actually ran.
+ */
 const WRK_DONE = `
 function done(summary, latency, requests)
   local e = summary.errors
+  local duration = summary.duration
+  if ranFor ~= nil then duration = ranFor(duration) end
   io.write(string.format('WRK_JSON {"requests":%.0f,"durationUs":%.0f,"p50Us":%.0f,"p99Us":%.0f,"failures":%.0f}\\n',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    summary.requests, duration, latency:percentile(50), latency:percentile(99),
     e.connect + e.read + e.write + e.status + e.timeout))
 end
 `;
 
 const WRK_THREAD_INDEX = `
-local threads = 0
+local threads = {}
 function setup(thread)
-  thread:set("tindex", threads)
-  threads = threads + 1
+  thread:set("tindex", #threads)
+  threads[#threads + 1] = thread
 end
 `;
 
@@ -156,9 +162,23 @@ ${WRK_DONE}`;
 
 /**
  * By id: args token, method, firstId, count, stamp, threads. With T threads, thread t takes
- * the ids firstId + t, firstId + t + T, ...
+ * the ids firstId + t, firstId + t + T, ... GET and PATCH cycle over them. DELETE takes each once
+ * and never asks past the last (that would be a 404, a cheaper answer counted as a failure): a
+ * thread whose ids are used up stops, noting when on the monotonic clock (LuaJIT's ffi, as wrk
+ * has no clock of its own), and `ranFor` gives the run's duration up to the last thread's stop.
  */
 const WRK_BY_ID = `${WRK_THREAD_INDEX}
+local ffi = require("ffi")
+ffi.cdef[[
+typedef struct { long tv_sec; long tv_nsec; } bench_timespec;
+int clock_gettime(int clock, bench_timespec *now);
+]]
+local clock = ffi.new("bench_timespec")
+local CLOCK_MONOTONIC = 1
+local function nowUs()
+  ffi.C.clock_gettime(CLOCK_MONOTONIC, clock)
+  return tonumber(clock.tv_sec) * 1e6 + tonumber(clock.tv_nsec) / 1e3
+end
 local token, method, first, count, stamp, step, n
 function init(args)
   token, method = args[1], args[2]
@@ -167,16 +187,34 @@ function init(args)
 end
 function request()
   local seq = tindex + n * step
+  if method == "DELETE" and seq >= count then
+    if stoppedUs == nil then
+      stoppedUs = nowUs()
+      wrk.thread:stop()
+    end
+    -- Sends nothing: the connection waits for the thread to stop.
+    return ""
+  end
+  if startedUs == nil then startedUs = nowUs() end
   n = n + 1
-  local k = seq
-  if method ~= "DELETE" then k = seq % count end
-  local path = string.format("/plants/%.0f", first + k)
+  local path = string.format("/plants/%.0f", first + seq % count)
   local headers = { ["Authorization"] = "Bearer " .. token }
   if method == "PATCH" then
     headers["Content-Type"] = "application/merge-patch+json"
     return wrk.format("PATCH", path, headers, string.format('{"name":"patched %.0f"}', stamp + seq))
   end
   return wrk.format(method, path, headers)
+end
+function ranFor(whole)
+  local started, stopped
+  for _, thread in ipairs(threads) do
+    local from, to = thread:get("startedUs"), thread:get("stoppedUs")
+    if to == nil then return whole end
+    if from ~= nil and (started == nil or from < started) then started = from end
+    if stopped == nil or to > stopped then stopped = to end
+  end
+  if started == nil then return whole end
+  return math.min(whole, stopped - started)
 end
 ${WRK_DONE}`;
 

@@ -1,9 +1,9 @@
 /**
- * `npm run bench:profile -- [get|post|mixed] [seconds]`: the service under one of the bench's loads
+ * `npm run bench:profile -- [get|post|mixed|by-id] [seconds]`: the service under one of the bench's loads
  * with `node --cpu-prof`, then bench/profiles/<load>.svg (flame graph of the busy time) and
  * bench/profiles/<load>.md (the functions that take it). Server on CPU 0, wrk on CPU 1, as in the
- * bench; a SQLite store of 1,000 plants (and for `mixed`, 1,000 accounts of 100) in a temporary
- * directory.
+ * bench; a SQLite store of 1,000 plants (for `mixed`, 1,000 accounts of 100; for `by-id`, GET
+ * /plants/{id} cycling over an account of BY_ID_POOL plants) in a temporary directory.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,12 +13,13 @@ import { callTree, flameSvg, selfByPlace, topFunctions, type CpuProfile } from '
 import { chooseGenerator, load, type LoadSpec, type Workload } from './load.js';
 import { LOAD_CPU, SERVER_CPU, pinSelf } from './machine.js';
 import { cpuSeconds } from './procs.js';
+import { BY_ID_POOL } from './scenarios/by-id.js';
 import { MIXED } from './scenarios/mixed.js';
 import { startServer } from './servers.js';
 import { prepareSqlite } from './stores.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const request = (['post', 'mixed'] as const).find((name) => name === process.argv[2]) ?? 'get';
+const request = (['post', 'mixed', 'by-id'] as const).find((name) => name === process.argv[2]) ?? 'get';
 const seconds = Number(process.argv[3] ?? 10);
 const scratch = mkdtempSync(join(tmpdir(), 'plant-store-profile-'));
 const profileDir = join(scratch, 'cpu-prof');
@@ -30,19 +31,33 @@ try {
     getPlants: 1_000,
     listPlants: 0,
     mixedAccounts: request === 'mixed' ? 1_000 : 0,
+    byIdPlants: request === 'by-id' ? BY_ID_POOL : 0,
   });
   const server = await startServer('service', store, {
     scratch,
     cpus: SERVER_CPU,
     nodeArgs: ['--cpu-prof', '--cpu-prof-dir', profileDir],
   });
-  const what = { get: 'GET /plants?limit=10', post: 'POST /plants', mixed: 'Many accounts, mixed' }[request];
-  const workload = (idBase: number): Workload =>
-    request === 'get'
-      ? { kind: 'get', path: '/plants?limit=10', token: store.tokens.get }
-      : request === 'post'
-        ? { kind: 'post', token: store.tokens.post, idBase }
-        : { kind: 'mixed', tokensFile: store.mixedTokensFile, idBase, ...MIXED };
+  const what = {
+    get: 'GET /plants?limit=10',
+    post: 'POST /plants',
+    mixed: 'Many accounts, mixed',
+    'by-id': 'GET /plants/{id}',
+  }[request];
+  const workloads: Record<typeof request, (idBase: number) => Workload> = {
+    get: () => ({ kind: 'get', path: '/plants?limit=10', token: store.tokens.get }),
+    post: (idBase) => ({ kind: 'post', token: store.tokens.post, idBase }),
+    mixed: (idBase) => ({ kind: 'mixed', tokensFile: store.mixedTokensFile, idBase, ...MIXED }),
+    'by-id': () => ({
+      kind: 'by-id',
+      method: 'GET',
+      token: store.tokens.byId,
+      firstId: 1,
+      count: BY_ID_POOL,
+      stamp: 0,
+    }),
+  };
+  const workload = workloads[request];
   const spec = (durationSec: number, idBase: number): LoadSpec => ({
     baseUrl: server.url,
     workload: workload(idBase),

@@ -56,7 +56,7 @@ const SCENARIOS: Record<string, (ctx: Context) => Promise<ScenarioResult>> = {
   workers,
 };
 
-/** byIdPlants depends on the settings (by-id.ts): enough ids for every DELETE run. */
+/** byIdPlants depends on the settings (by-id.ts): its DELETE range is sized from the durations. */
 const SIZES: Omit<Required<Sizes>, 'byIdPlants'> = {
   getPlants: 1_000,
   listPlants: 100_000,

@@ -53,13 +53,27 @@ function createAll(storage: Storage, writes: { account: string; plant: PlantReco
   );
 }
 
-async function seedAccount(storage: Storage, account: string, count: number) {
+/** The plants `first` .. `first + count - 1` of the account (seedPlant); those it already holds stay as they are. */
+async function seedAccount(storage: Storage, account: string, count: number, first = 1) {
   const batch = 5_000;
-  for (let start = 1; start <= count; start += batch) {
+  const end = first + count;
+  for (let start = first; start < end; start += batch) {
     const writes = [];
-    for (let i = start; i < Math.min(start + batch, count + 1); i++)
-      writes.push({ account, plant: seedPlant(i, account) });
+    for (let i = start; i < Math.min(start + batch, end); i++) writes.push({ account, plant: seedPlant(i, account) });
     await createAll(storage, writes);
+  }
+}
+
+/**
+ * Puts back the seeded plants `first` .. `first + count - 1` of `account` in a server's store while
+ * it runs (a second connection to its SQLite file): what a run of deletes took is there again.
+ */
+export async function restorePlants(databaseUrl: string, account: string, first: number, count: number) {
+  const storage = await openStorage(databaseUrl);
+  try {
+    await seedAccount(storage, account, count, first);
+  } finally {
+    await storage.close();
   }
 }
 

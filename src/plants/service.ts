@@ -7,6 +7,7 @@ import { decodeCursor, encodeCursor } from './cursor.js';
 import { newRevision } from './etag.js';
 import { randomPoolBytes } from './random-pool.js';
 import { PageCache } from './page-cache.js';
+import { turnEnd } from './turn-end.js';
 import { VersionPerTurn } from './version-per-turn.js';
 
 export interface Page {
@@ -92,6 +93,7 @@ export class PlantService {
   }
 
   async get(account: string, id: bigint): Promise<StoredPlant> {
+    await turnEnd();
     const plant = await timed(storageOperation.get, () => this.storage.getPlant(account, id));
     if (plant === null) throw noSuchPlant(id);
     return plant;
