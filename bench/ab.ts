@@ -1,7 +1,7 @@
 /**
  * `npm run bench:ab -- get|post|by-id ROUNDS CLI...`: several builds of the service (each a copy of
  * `dist/`, given by its cli.js) under the bench's GET, POST or GET /plants/{id} load, taking turns round after round,
- * each on a fresh copy of the same SQLite store; prints req/s and CPU per request of every run and
+ * each on a fresh copy of the same SQLite store; prints req/s, p99 and CPU per request of every run and
  * their medians. For deciding whether a change is faster on a shared machine, where one run of
  * each proves nothing. AB_SEC (seconds per run, default 5), AB_WARM (warm-up, 3), AB_ENV (JSON
  * environment for the servers).
@@ -29,7 +29,7 @@ const env = JSON.parse(process.env.AB_ENV ?? '{}') as Record<string, string>;
 pinSelf();
 const scratch = mkdtempSync(join(tmpdir(), 'plant-store-ab-'));
 const generator = chooseGenerator();
-const runs = new Map<string, { rps: number; cpuUs: number }[]>(clis.map((cli) => [cli, []]));
+const runs = new Map<string, { rps: number; cpuUs: number; p99Ms: number }[]>(clis.map((cli) => [cli, []]));
 try {
   const store = await prepareSqlite(scratch, {
     getPlants: 1_000,
@@ -68,13 +68,15 @@ try {
       const result = await load(generator, spec(seconds), scratch);
       const cpuUs = ((cpuSeconds(proc.pid) - before) * 1e6) / result.requests;
       await proc.stop();
-      runs.get(cli)!.push({ rps: result.rps, cpuUs });
-      process.stdout.write(`${cli}: ${Math.round(result.rps)} req/s, ${cpuUs.toFixed(1)} us of CPU per request\n`);
+      runs.get(cli)!.push({ rps: result.rps, cpuUs, p99Ms: result.p99Ms });
+      process.stdout.write(
+        `${cli}: ${Math.round(result.rps)} req/s, p99 ${result.p99Ms.toFixed(2)} ms, ${cpuUs.toFixed(1)} us of CPU per request\n`,
+      );
     }
   }
   for (const [cli, list] of runs) {
     process.stdout.write(
-      `${cli}: median ${Math.round(median(list.map((r) => r.rps)))} req/s, ` +
+      `${cli}: median ${Math.round(median(list.map((r) => r.rps)))} req/s, p99 ${median(list.map((r) => r.p99Ms)).toFixed(2)} ms, ` +
         `${median(list.map((r) => r.cpuUs)).toFixed(1)} us of CPU per request (lowest ${Math.min(...list.map((r) => r.cpuUs)).toFixed(1)})\n`,
     );
   }
