@@ -22,6 +22,11 @@ export async function supervise(config: Config, prepareStore: () => Promise<stri
   let stopping = false;
   let exitCode = 0;
   const workers = () => Object.values(cluster.workers ?? {}).filter((w) => w !== undefined);
+  // Worker processes forked and not yet exited: the primary's "stopped" waits for every one.
+  // `cluster.workers` is not that count: Node drops a worker from it when both its process has
+  // exited and its IPC channel has closed, two events that come in either order.
+  let running = 0;
+  cluster.on('fork', () => running++);
   const stopped = () => {
     log.info('stopped');
     process.exit(exitCode);
@@ -30,7 +35,7 @@ export async function supervise(config: Config, prepareStore: () => Promise<stri
     if (stopping) return;
     stopping = true;
     log.info(why, 'stopping: the workers finish their in-flight requests');
-    if (workers().length === 0) stopped();
+    if (running === 0) stopped();
     for (const worker of workers()) worker.process.kill('SIGTERM');
   };
 
@@ -38,6 +43,7 @@ export async function supervise(config: Config, prepareStore: () => Promise<stri
     if (firstToken !== null) announceFirstToken(firstToken, baseUrl(address.address ?? config.host, address.port));
   });
   cluster.on('exit', (worker, code, signal) => {
+    running--;
     // A worker refused a setting (say the port is taken): another would too, so give up.
     if (code === BAD_SETTING_EXIT && !stopping) {
       exitCode = BAD_SETTING_EXIT;
@@ -48,7 +54,7 @@ export async function supervise(config: Config, prepareStore: () => Promise<stri
       exitCode ||= 1;
     }
     if (stopping) {
-      if (workers().length === 0) stopped();
+      if (running === 0) stopped();
       return;
     }
     log.error(
