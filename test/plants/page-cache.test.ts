@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { after, before, describe, it } from 'node:test';
-import { PageCache } from '../../src/plants/page-cache.js';
+import { PAGE_CACHE_BYTES, PageCache, pageCost } from '../../src/plants/page-cache.js';
 import type { Page } from '../../src/plants/service.js';
 import { testApp, type TestApp } from '../helpers/app.js';
 import { sqlite } from '../helpers/engines.js';
@@ -51,30 +53,69 @@ describe('the page cache answers only what the store would answer now', () => {
     );
   });
 
-  it('holds at most 5,000 plants, dropping the oldest pages first', () => {
+  it(`holds at most ${PAGE_CACHE_BYTES} bytes of pages, dropping the oldest pages first`, () => {
     const cache = new PageCache();
     cache.get(1, 'a', null, 0);
-    const thousand = (tag: string) => page(...Array.from({ length: 1_000 }, (_, i) => `${tag}${i}`));
-    for (let i = 0; i < 6; i++) cache.set(1, 0, 'a', BigInt(i), 1_000, thousand(`p${i}`));
+    const thousand = (tag: string) => page(...Array.from({ length: 1_000 }, (_, i) => `${tag}${i}`.padEnd(256, '~')));
+    const fitting = Math.floor(PAGE_CACHE_BYTES / pageCost(thousand('p0')));
+    for (let i = 0; i <= fitting; i++) cache.set(1, 0, 'a', BigInt(i), 1_000, thousand(`p${i}`));
     assert.equal(cache.get(1, 'a', 0n, 1_000), undefined, 'the oldest page made room');
-    for (let i = 1; i < 6; i++) assert.ok(cache.get(1, 'a', BigInt(i), 1_000), `page ${i} kept`);
+    for (let i = 1; i <= fitting; i++) assert.ok(cache.get(1, 'a', BigInt(i), 1_000), `page ${i} kept`);
   });
 
-  it('counts an empty page as one plant, so pages past the end cannot fill memory', () => {
+  it('counts what a page holds: long names and tags count more than short ones', () => {
+    const short = page(...Array.from({ length: 10 }, () => 'Fern'));
+    const long = page(...Array.from({ length: 10 }, () => 'Fern'.repeat(64)));
+    assert.ok(pageCost(long) > pageCost(short));
+    const tagged: Page = { plants: [{ name: 'Fern', tag: 'x'.repeat(256) }], next: null, shared: true };
+    assert.ok(pageCost(tagged) > pageCost(page('Fern')));
+  });
+
+  it('takes no more memory than its bound, with the JSON text of every page, for the costliest names and tags', () => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    // 256 UTF-16 units each, every one escaped in JSON, in strings made two-byte by the emoji.
+    const costliest = (p: number): Page => ({
+      plants: Array.from({ length: 1_000 }, (_, i) => ({
+        name: `${p}.${i}🌿`.padEnd(256, '\u0001'),
+        tag: `${p}.${i}`.padEnd(256, '\u0002'),
+      })),
+      next: null,
+      shared: true,
+    });
+    gc();
+    const before = process.memoryUsage().heapUsed;
     const cache = new PageCache();
     cache.get(1, 'a', null, 0);
-    for (let i = 0; i <= 5_000; i++) cache.set(1, 0, 'a', BigInt(i), 10, page());
+    const bodies = new WeakMap<Page, string>();
+    const tried = 2 * Math.ceil(PAGE_CACHE_BYTES / pageCost(costliest(0)));
+    for (let i = 0; i < tried; i++) {
+      const held = costliest(i);
+      if (cache.set(1, 0, 'a', BigInt(i), 1_000, held)) bodies.set(held, JSON.stringify(held.plants));
+    }
+    gc();
+    const grown = process.memoryUsage().heapUsed - before;
+    assert.ok(grown <= PAGE_CACHE_BYTES, `the heap grew by ${grown} bytes`);
+    assert.ok(cache.get(1, 'a', BigInt(tried - 1), 1_000), 'the last page is held');
+  });
+
+  it('counts an empty page too, so pages past the end cannot fill memory', () => {
+    const cache = new PageCache();
+    cache.get(1, 'a', null, 0);
+    const fitting = Math.floor(PAGE_CACHE_BYTES / pageCost(page()));
+    for (let i = 0; i <= fitting; i++) cache.set(1, 0, 'a', BigInt(i), 10, page());
     assert.equal(cache.get(1, 'a', 0n, 10), undefined, 'the oldest empty page made room');
-    assert.deepEqual(cache.get(1, 'a', 5_000n, 10), page());
+    assert.deepEqual(cache.get(1, 'a', BigInt(fitting), 10), page());
   });
 
   it('counts a page stored again under the same key once', () => {
     const cache = new PageCache();
     cache.get(1, 'a', null, 0);
     const thousand = page(...Array.from({ length: 1_000 }, (_, i) => `p${i}`));
+    const fitting = Math.floor(PAGE_CACHE_BYTES / pageCost(thousand));
     for (let i = 0; i < 10; i++) cache.set(1, 0, 'a', null, 1_000, thousand);
-    for (let i = 1; i <= 4; i++) cache.set(1, 0, 'b', BigInt(i), 1_000, thousand);
-    assert.equal(cache.get(1, 'a', null, 1_000), thousand, 'five pages of 1,000 fit: nothing evicted');
+    for (let i = 1; i < fitting; i++) cache.set(1, 0, 'b', BigInt(i), 1_000, thousand);
+    assert.equal(cache.get(1, 'a', null, 1_000), thousand, 'as many pages as fit once: nothing evicted');
   });
 
   it('does not keep a page of more than 1,000 plants', () => {
