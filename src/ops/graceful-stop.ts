@@ -1,6 +1,15 @@
+import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { rawErrorResponse } from '../errors.js';
+
+/**
+ * How long a connection that was still sending a request's headers when the stop began has to
+ * finish them. Node stops applying its headers timeout once the server closes, so without this a
+ * client that never finishes its headers would hold the stop until --shutdown-timeout (exit 1).
+ */
+const HEADERS_GRACE_MS = 2_000;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -29,6 +38,8 @@ function afterOnePoll(work: () => void) {
  * 4. Requests in progress are finished and answered with `Connection: close` (Fastify adds it to the
  *    ones that arrive while closing; the hook below to those that arrived before), after which their
  *    sockets close. The process exits when the slowest of them is answered.
+ * 5. A connection still sending its headers has HEADERS_GRACE_MS to finish them; past that it is
+ *    answered 503 and closed.
  */
 async function gracefulStopPlugin(app: FastifyInstance) {
   let stopping = false;
@@ -41,6 +52,14 @@ async function gracefulStopPlugin(app: FastifyInstance) {
   });
   const closeUnused = () => {
     for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
+  };
+  // Node gives a socket its response (`_httpMessage`) as soon as a request's headers are parsed,
+  // and takes it back once answered; an open socket without one is still sending headers.
+  const closeStalled = () => {
+    for (const socket of connections) {
+      if (socket.writableEnded || (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage) continue;
+      socket.end(rawErrorResponse(503, 'the server is stopping: send the request again'), () => socket.destroy());
+    }
   };
 
   app.addHook('onSend', (_request, reply, payload, done) => {
@@ -60,6 +79,7 @@ async function gracefulStopPlugin(app: FastifyInstance) {
       afterOnePoll(() => {
         closeIdle();
         closeUnused();
+        setTimeout(closeStalled, HEADERS_GRACE_MS).unref();
       });
     afterOnePoll(done); // step 1; Fastify then calls server.close()
   });

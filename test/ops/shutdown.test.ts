@@ -154,6 +154,24 @@ describe('SIGTERM: idle connections are closed at once', () => {
   });
 });
 
+describe('SIGTERM: a connection still sending its headers has 2 s to finish them', () => {
+  it('answers one that never finishes 503 after the grace and exits 0, long before the shutdown timeout', async () => {
+    await withFreshStore(sqlite, async (database) => {
+      const server = await startServer({ database, args: ['--shutdown-timeout', '20000'] });
+      const stalled = new Connection(server);
+      stalled.socket.write('GET /plants HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+      await sleep(200);
+      const signalAt = Date.now();
+      assert.equal(await server.stop('SIGTERM'), 0);
+      const took = Date.now() - signalAt;
+      assert.ok(took >= 1_800 && took < 6_000, `exited ${took} ms after the signal`);
+      await stalled.closed;
+      assert.equal(stalled.answer().status, 503, stalled.received);
+      assert.match(stalled.received, /"message":"the server is stopping: send the request again"/);
+    });
+  });
+});
+
 describe('SIGTERM: the process waits for the slowest request, then exits 0', () => {
   it('answers a request whose body arrives 1.5 s after the signal, with Connection: close, then exits', async () => {
     await withFreshStore(sqlite, async (database) => {
