@@ -13,11 +13,15 @@ export function noteEarlyAnswer(request: FastifyRequest, _reply: FastifyReply, d
   done();
 }
 
+/** Sockets whose refusal waits for the answer of a request read before the bad bytes. */
+const refusalQueued = new WeakSet<Socket>();
+
 /** Requests the HTTP parser rejects never reach Fastify; they still get the `Error` body. */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket) {
   // Once this request was answered (or the answer has started), a second answer, such as a 408
   // when the rest of its body never comes, would be garbage to the client: just close.
-  const started = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage?.headersSent === true;
+  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  const started = inFlight?.headersSent === true;
   if (error.code === 'ECONNRESET' || !socket.writable || started || answeredEarly.has(socket)) return socket.destroy();
   const [status, message] =
     error.code === 'HPE_HEADER_OVERFLOW'
@@ -25,6 +29,16 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'request took too long to arrive']
         : [400, 'malformed HTTP request'];
+  if (inFlight) {
+    // A valid request pipelined before the bad bytes is being answered: it is answered first, and
+    // the refusal follows it, in the order the client sent them.
+    if (refusalQueued.has(socket)) return;
+    refusalQueued.add(socket);
+    inFlight.once('finish', () => {
+      if (socket.writable) socket.end(rawErrorResponse(status, message));
+    });
+    return;
+  }
   socket.end(rawErrorResponse(status, message));
 }
 

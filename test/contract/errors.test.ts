@@ -80,6 +80,24 @@ describe('every non-2xx response is the Error body', () => {
     }
   });
 
+  describe('a valid request pipelined before bad bytes is answered first, then the 400', () => {
+    it('answers GET /healthz 200, then the garbage after it 400, in order, then closes', async () => {
+      const answer = await raw(s.url, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nBROKEN LINE\r\n\r\n');
+      const statuses = [...answer.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((match) => Number(match[1]));
+      assert.deepEqual(statuses, [200, 400], answer);
+      assert.match(answer, /"error":400,"message":"malformed HTTP request"/);
+    });
+
+    it('answers an authenticated GET /plants 200 before the 400', async () => {
+      const answer = await raw(
+        s.url,
+        `GET /plants?limit=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.token}\r\n\r\n\x00junk\r\n\r\n`,
+      );
+      const statuses = [...answer.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((match) => Number(match[1]));
+      assert.deepEqual(statuses, [200, 400], answer);
+    });
+  });
+
   describe('an Expect other than 100-continue is 417 with the Error body', () => {
     it('refuses Expect: foo', async () => {
       const { status, head, json } = parseRaw(
