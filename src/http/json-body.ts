@@ -30,6 +30,7 @@ function mediaTypeOf(header: string | undefined): string | undefined {
 
 /** `application/json` with any parameters, or `application/*+json`. */
 export function isJsonContentType(header: string | undefined): boolean {
+  if (header === 'application/json') return true; // what nearly every client sends, checked without a split
   const mediaType = mediaTypeOf(header);
   return mediaType !== undefined && JSON_MEDIA_TYPE.test(mediaType);
 }
