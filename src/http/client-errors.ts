@@ -29,9 +29,10 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'request took too long to arrive']
         : [400, 'malformed HTTP request'];
-  if (inFlight) {
-    // A valid request pipelined before the bad bytes is being answered: it is answered first, and
-    // the refusal follows it, in the order the client sent them.
+  if (inFlight?.req.complete) {
+    // A valid request pipelined before the bad bytes, received whole, is being answered: it is
+    // answered first, and the refusal follows it, in the order the client sent them. (A request
+    // still receiving its body is the one the error is about: it is refused now.)
     if (refusalQueued.has(socket)) return;
     refusalQueued.add(socket);
     inFlight.once('finish', () => {
