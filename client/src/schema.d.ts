@@ -379,6 +379,8 @@ export interface components {
       events?: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
       /** @description A note for people; empty by default */
       description?: string;
+      /** @description false registers the endpoint without sending it events yet; true by default */
+      enabled?: boolean;
     } & {
       [key: string]: unknown;
     };

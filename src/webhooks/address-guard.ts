@@ -17,6 +17,18 @@ function literalAddress(hostname: string): string | null {
   return isIP(bare) === 0 ? null : bare;
 }
 
+/**
+ * The IPv4 address inside an IPv4-mapped (`::ffff:a.b.c.d`) or IPv4-compatible (`::a.b.c.d`,
+ * deprecated by RFC 4291, classed by ipaddr.js as unicast whatever it holds) IPv6 address: such
+ * an address is judged as the IPv4 address it carries.
+ */
+function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4 | null {
+  const [a, b, c, d, e, f, high, low] = ip.parts as [number, number, number, number, number, number, number, number];
+  const compatible = a === 0 && b === 0 && c === 0 && d === 0 && e === 0 && f === 0 && (high !== 0 || low > 1);
+  if (!compatible && !ip.isIPv4MappedAddress()) return null;
+  return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
+}
+
 export class AddressRefused extends Error {
   readonly code = 'EADDRNOTALLOWED';
 }
@@ -47,7 +59,7 @@ export class AddressGuard {
     } catch {
       return `${address} is not an IP address`;
     }
-    if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+    if (ip.kind() === 'ipv6') ip = embeddedIPv4(ip as ipaddr.IPv6) ?? ip;
     const range = ip.range();
     return range === 'unicast' ? null : `${address} is not a public address (${range})`;
   }
@@ -85,7 +97,7 @@ export class AddressGuard {
       throw badUrl(`its host ${url.hostname} cannot be resolved`);
     });
     const refused = addresses.map((a) => this.refusal(a.address)).find((r) => r !== null);
-    if (refused) throw badUrl(`its host ${url.hostname} resolves to ${refused}`);
+    if (refused) throw badUrl(`its host ${url.hostname} resolves to an address that is not allowed: ${refused}`);
   }
 }
 

@@ -60,7 +60,12 @@ export const WebhookEndpointWithSecret = Type.Object(
 export type WebhookEndpointWithSecret = Static<typeof WebhookEndpointWithSecret>;
 
 export const NewWebhookEndpoint = Type.Object(
-  { url: Url, events: Type.Optional(Events), description: Type.Optional(Description) },
+  {
+    url: Url,
+    events: Type.Optional(Events),
+    description: Type.Optional(Description),
+    enabled: Type.Optional(Type.Boolean({ description: 'false registers the endpoint without sending it events yet; true by default' })),
+  },
   {
     $id: 'NewWebhookEndpoint',
     additionalProperties: true,

@@ -52,7 +52,7 @@ export class WebhookService {
       url: input.url,
       events: input.events ?? ['plant.created' as const],
       description: input.description ?? '',
-      enabled: true,
+      enabled: input.enabled ?? true,
       createdAt: new Date(),
       secret: newSecret(),
     };

@@ -30,6 +30,8 @@ function jsonObject(body: unknown): Record<string, unknown> {
 function checkUrl(value: unknown): string {
   if (typeof value !== 'string') bad('url must be a string');
   if (value.length > MAX_URL_LENGTH) bad(`url must be at most ${MAX_URL_LENGTH} characters`);
+  // The URL parser would drop them silently, and the endpoint would show a URL it never calls.
+  if (/[\u0000-\u0020\u007f]/.test(value)) bad('url must not contain spaces or control characters');
   let url: URL;
   try {
     url = new URL(value);
@@ -52,6 +54,11 @@ function checkEvents(value: unknown): PlantEventType[] {
   return [...new Set(value as PlantEventType[])];
 }
 
+function checkEnabled(value: unknown): boolean {
+  if (typeof value !== 'boolean') bad('enabled must be true or false');
+  return value;
+}
+
 function checkDescription(value: unknown): string {
   if (typeof value !== 'string') bad('description must be a string');
   if ([...value].length > LIMITS.textLength) bad(`description must be at most ${LIMITS.textLength} characters`);
@@ -66,6 +73,7 @@ export function validateNewWebhookEndpoint(body: unknown): NewWebhookEndpoint {
   const endpoint: NewWebhookEndpoint = { url: checkUrl(fields.url) };
   if (fields.events !== undefined) endpoint.events = checkEvents(fields.events);
   if (fields.description !== undefined) endpoint.description = checkDescription(fields.description);
+  if (fields.enabled !== undefined) endpoint.enabled = checkEnabled(fields.enabled);
   return endpoint;
 }
 
@@ -76,8 +84,7 @@ export function validateWebhookEndpointPatch(body: unknown): WebhookEndpointPatc
   if (fields.events !== undefined) patch.events = checkEvents(fields.events);
   if (fields.description !== undefined) patch.description = checkDescription(fields.description);
   if (fields.enabled !== undefined) {
-    if (typeof fields.enabled !== 'boolean') bad('enabled must be true or false');
-    patch.enabled = fields.enabled;
+    patch.enabled = checkEnabled(fields.enabled);
   }
   return patch;
 }

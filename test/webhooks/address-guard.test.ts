@@ -25,7 +25,7 @@ function lookup(guard: AddressGuard, hostname: string, all: boolean): Promise<un
   );
 }
 
-describe('AddressGuard: only global unicast addresses, IPv4, IPv6 and IPv4-mapped', () => {
+describe('AddressGuard: only global unicast addresses, IPv4, IPv6, IPv4-mapped and IPv4-compatible', () => {
   const guard = new AddressGuard(false);
   it('refuses every non-public class', () => {
     for (const address of [
@@ -45,6 +45,10 @@ describe('AddressGuard: only global unicast addresses, IPv4, IPv6 and IPv4-mappe
       'ff02::1',
       '::ffff:127.0.0.1',
       '::ffff:169.254.169.254',
+      '::127.0.0.1',
+      '::7f00:1',
+      '::a00:1',
+      '::a9fe:a9fe',
       '64:ff9b::a00:1',
       '2002:a00:1::',
     ]) {

@@ -43,6 +43,13 @@ for (const engine of ENGINES) {
         });
         assert.deepEqual(body.events, ['plant.deleted', 'plant.updated']);
       });
+      it('registers it disabled when asked (enabled: false), enabled otherwise', async () => {
+        const off = await registerEndpoint(s.url, s.token, { url: HOOK, enabled: false });
+        assert.equal(off.enabled, false);
+        const read = await call(`${s.url}/webhooks/${off.id}`, { token: s.token });
+        assert.equal((read.json as { enabled: boolean }).enabled, false);
+        assert.equal((await registerEndpoint(s.url, s.token, { url: HOOK })).enabled, true);
+      });
       it('gives every endpoint its own secret', async () => {
         const a = await registerEndpoint(s.url, s.token, { url: HOOK });
         const b = await registerEndpoint(s.url, s.token, { url: HOOK });
@@ -233,6 +240,10 @@ for (const engine of ENGINES) {
         ['a description that is not a string', { url: HOOK, description: 5 }, /description/],
         ['a description over 256 characters', { url: HOOK, description: 'd'.repeat(257) }, /description/],
         ['a body that is not an object', [HOOK], /object/],
+        ['a url with a leading space', { url: ` ${HOOK}` }, /url.*spaces or control characters/],
+        ['a url with a trailing newline', { url: `${HOOK}\n` }, /url.*spaces or control characters/],
+        ['a url with a tab inside', { url: 'http://127.0.0.1/ho\tok' }, /url.*spaces or control characters/],
+        ['enabled that is not a boolean', { url: HOOK, enabled: 'no' }, /enabled/],
       ];
       for (const [what, body, message] of cases) {
         it(`POST /webhooks with ${what}`, async () => {
