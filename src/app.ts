@@ -73,6 +73,9 @@ export function serverOptions(config: Config, logStream?: Writable): FastifyServ
     childLoggerFactory: lazyChildLogger,
     requestIdHeader: false,
     genReqId: requestId,
+    // A path parameter of any length reaches its validator (a 400 naming `id`), rather than a 414
+    // from the router past 100 characters; the request line is bounded by Node's header limit.
+    routerOptions: { maxParamLength: 16 * 1024 },
     return503OnClosing: false,
     clientErrorHandler,
     frameworkErrors: frameworkErrorHandler,

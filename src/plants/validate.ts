@@ -65,7 +65,7 @@ export function validatePlantPatch(body: unknown): PlantPatch {
   return patch;
 }
 
-const CANONICAL_INTEGER = /^-?(?:0|[1-9]\d{0,18})$/;
+const CANONICAL_INTEGER = /^-?(?:0|[1-9]\d*)$/;
 
 /** `{id}` of /plants/{id}: canonical decimal only (no `007`, `+5`, `1.0`, `1e3`, `-0`), exact over int64. */
 export function validatePlantIdParams(params: unknown): PlantIdParams {
@@ -73,7 +73,8 @@ export function validatePlantIdParams(params: unknown): PlantIdParams {
   if (typeof text !== 'string' || !CANONICAL_INTEGER.test(text) || text === '-0') {
     bad('id must be an integer in canonical decimal form (an optional -, digits, no leading zero)');
   }
-  const id = BigInt(text);
+  // Past 20 digits it is out of range whatever they are; BigInt is spared a long string.
+  const id = text.length > 20 ? LIMITS.int64Max + 1n : BigInt(text);
   if (id < LIMITS.int64Min || id > LIMITS.int64Max) bad('id must be within the signed 64-bit integer range');
   return { id };
 }

@@ -90,6 +90,9 @@ for (const engine of ENGINES) {
         '9223372036854775808',
         '-9223372036854775809',
         '99999999999999999999999',
+        '1'.repeat(101),
+        '9'.repeat(5_000),
+        'a'.repeat(300),
       ];
       for (const id of malformed) {
         it(`GET, HEAD, PATCH and DELETE /plants/${id} -> 400 naming id`, async () => {
@@ -99,6 +102,12 @@ for (const engine of ENGINES) {
           assertError(await remove(id), 400, /\bid\b/);
         });
       }
+
+      it('names the range for digits out of it, however many', async () => {
+        for (const id of ['9223372036854775808', '-9223372036854775809', '1'.repeat(101)]) {
+          assertError(await get(id), 400, /id must be within the signed 64-bit integer range/);
+        }
+      });
 
       for (const id of ['0', '-1', INT64_MIN, INT64_MAX, TWO_POW_53_PLUS_1]) {
         it(`reads, updates and deletes the plant with id ${id}`, async () => {

@@ -269,6 +269,8 @@ for (const engine of ENGINES) {
         const created = await registerEndpoint(s.url, s.token, { url: HOOK });
         const checks: Array<[Promise<{ status: number; json: unknown }>, RegExp]> = [
           [call(`${s.url}/webhooks/not-an-id`, { token: s.token }), /id/],
+          [call(`${s.url}/webhooks/ep_${'a'.repeat(300)}`, { token: s.token }), /\bid\b/],
+          [call(`${s.url}/webhooks/ep_${'a'.repeat(300)}/deliveries`, { token: s.token }), /\bid\b/],
           [call(`${s.url}/webhooks/${created.id}/deliveries?limit=0`, { token: s.token }), /limit/],
           [call(`${s.url}/webhooks/${created.id}/deliveries?limit=abc`, { token: s.token }), /limit/],
           [recover(s.url, s.token, created.id, {}), /since/],
