@@ -80,6 +80,12 @@ export interface NewWebhookEndpoint extends WebhookEndpoint {
   secret: string;
 }
 
+/** How a claim shares the deliverer's slots among endpoints (see `claimDeliveries`). */
+export interface ClaimShare {
+  perEndpoint: number;
+  busy: Array<{ account: string; endpointId: string }>;
+}
+
 /** Absent fields stay as they are. */
 export type WebhookEndpointChanges = Partial<Pick<WebhookEndpoint, 'url' | 'events' | 'description' | 'enabled'>>;
 
@@ -156,8 +162,10 @@ export interface WebhookStorage {
   /**
    * Leases up to `limit` due deliveries of enabled endpoints to `owner` until `leaseUntil`: due
    * pending rows whose lease is absent or expired, oldest due first. Each row goes to one claimer.
+   * At most `share.perEndpoint` of one endpoint, and none of the endpoints in `share.busy`: one
+   * receiver's backlog cannot take every slot from the others.
    */
-  claimDeliveries(owner: string, now: Date, leaseUntil: Date, limit: number): Promise<ClaimedDelivery[]>;
+  claimDeliveries(owner: string, now: Date, leaseUntil: Date, limit: number, share: ClaimShare): Promise<ClaimedDelivery[]>;
   /**
    * Writes the results of attempts and ends their leases, in one transaction; a delivery whose
    * lease `owner` no longer holds (another process took over) is left alone.

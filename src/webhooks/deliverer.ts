@@ -27,6 +27,11 @@ const GATHER_MS = 10;
 const PRUNE_EVERY_MS = 60_000;
 /** While the API is busy, one claim (of at most --webhook-concurrency events) per this interval. */
 const BUSY_CLAIM_EVERY_MS = 1_000;
+/**
+ * One endpoint's attempts in flight are at most this share of --webhook-concurrency (at least one):
+ * a receiver that hangs, with a backlog, holds a quarter of the slots until the timeout, not all.
+ */
+const ENDPOINT_SHARE = 1 / 4;
 
 type AttemptResultRow = Parameters<WebhookStorage['recordAttempts']>[1][number];
 
@@ -47,6 +52,9 @@ export const GONE_REASON = 'the receiver answered 410 Gone, so the endpoint was 
 export class Deliverer {
   private readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Attempts in flight per endpoint (`endpointKey`), and how many one endpoint may have. */
+  private readonly inFlightByEndpoint = new Map<string, { account: string; endpointId: string; count: number }>();
+  private readonly perEndpoint: number;
   private readonly agents: ReceiverAgents;
   /** Long enough for an attempt (bounded by the timeout) and its result, with room for a busy event loop. */
   private readonly leaseMs: number;
@@ -64,6 +72,7 @@ export class Deliverer {
   ) {
     this.agents = receiverAgents(options.guard);
     this.leaseMs = 2 * options.timeoutMs + 5_000;
+    this.perEndpoint = Math.max(1, Math.floor(options.concurrency * ENDPOINT_SHARE));
   }
 
   start() {
@@ -102,8 +111,12 @@ export class Deliverer {
         if (busy) this.lastBusyClaim = Date.now();
         try {
           const now = Date.now();
-          const due = await this.storage.claimDeliveries(this.owner, new Date(now), new Date(now + this.leaseMs), free);
-          for (const delivery of due) this.track(this.deliver(delivery));
+          const busy = [...this.inFlightByEndpoint.values()].filter((e) => e.count >= this.perEndpoint);
+          const due = await this.storage.claimDeliveries(this.owner, new Date(now), new Date(now + this.leaseMs), free, {
+            perEndpoint: this.perEndpoint,
+            busy,
+          });
+          for (const delivery of due) this.track(delivery, this.deliver(delivery));
           claimed = due.length;
         } catch (error) {
           this.options.log.warn({ err: error }, 'webhooks: could not claim due deliveries; trying again');
@@ -131,10 +144,15 @@ export class Deliverer {
     await delay(GATHER_MS);
   }
 
-  private track(work: Promise<void>) {
+  private track({ account, endpointId }: ClaimedDelivery, work: Promise<void>) {
+    const key = JSON.stringify([account, endpointId]);
+    const endpoint = this.inFlightByEndpoint.get(key) ?? { account, endpointId, count: 0 };
+    endpoint.count++;
+    this.inFlightByEndpoint.set(key, endpoint);
     this.inFlight.add(work);
     void work.finally(() => {
       this.inFlight.delete(work);
+      if (--endpoint.count === 0) this.inFlightByEndpoint.delete(key);
       this.wake();
     });
   }

@@ -6,12 +6,14 @@ import { newToken } from '../../src/auth/api-tokens.js';
 import { groupCommit } from '../../src/storage/group-commit.js';
 import { openStorage } from '../../src/storage/open.js';
 import { sqlitePath } from '../../src/storage/sqlite/index.js';
-import type { ClaimedDelivery, PlantChange, PlantRecord, Storage, StoredPlant } from '../../src/storage/types.js';
+import type { ClaimedDelivery, ClaimShare, PlantChange, PlantRecord, Storage, StoredPlant } from '../../src/storage/types.js';
 import { ENGINES, type Engine } from '../helpers/engines.js';
 import { insertPlants, type PlantWrite } from '../helpers/plants.js';
 
 /** The Storage interface, checked the same way on every engine. */
 
+/** A claim that takes any number of one endpoint's events. */
+const ANY_SHARE: ClaimShare = { perEndpoint: Number.MAX_SAFE_INTEGER, busy: [] };
 const INT64_MIN = -9223372036854775808n;
 const INT64_MAX = 9223372036854775807n;
 const TWO_POW_53 = 9007199254740992n;
@@ -516,7 +518,7 @@ for (const engine of ENGINES) {
         const now = new Date();
         const claimed: ClaimedDelivery[] = [];
         for (let round = 0; round < 1000; round++) {
-          const batch = await storage().claimDeliveries('owner', now, new Date(now.getTime() + 60_000), 1);
+          const batch = await storage().claimDeliveries('owner', now, new Date(now.getTime() + 60_000), 1, ANY_SHARE);
           if (batch.length === 0) break;
           claimed.push(...batch);
         }
@@ -533,6 +535,32 @@ for (const engine of ENGINES) {
           ],
         );
         assert.deepEqual(await listed(), expected, 'claimed, the events are listed as before');
+      });
+
+      it('shares a claim among endpoints: at most perEndpoint of one, none of a busy one', async () => {
+        await addEndpoints([
+          { account: 'backlogged', id: 'ep_b', events: ALL, enabled: true },
+          { account: 'other', id: 'ep_o', events: ALL, enabled: true },
+        ]);
+        await storage().applyChanges(
+          [1n, 2n, 3n, 4n, 5n].map((id, n) => ({ ...create('backlogged', plant(id), n), eventId: `evt_b${id}` })),
+        );
+        await storage().applyChanges([{ ...create('other', plant(1n), 0), eventId: 'evt_o1' }]);
+        // Events of one commit are due at the same moment: which of them comes first is not fixed.
+        const claim = async (share: ClaimShare) => {
+          const now = new Date();
+          const batch = await storage().claimDeliveries('owner', now, new Date(now.getTime() + 60_000), 100, share);
+          const of = (account: string) => batch.filter((d) => d.account === account).map((d) => d.eventId);
+          return { backlogged: of('backlogged'), other: of('other') };
+        };
+        const first = await claim({ perEndpoint: 1, busy: [] });
+        assert.equal(first.backlogged.length, 1, 'one of the backlog');
+        assert.deepEqual(first.other, ['evt_o1'], 'and the other endpoint is not kept waiting');
+        const busy = await claim({ perEndpoint: 1, busy: [{ account: 'backlogged', endpointId: 'ep_b' }] });
+        assert.deepEqual(busy, { backlogged: [], other: [] }, 'nothing of a busy endpoint');
+        const next = await claim({ perEndpoint: 2, busy: [] });
+        assert.equal(next.backlogged.length, 2);
+        assert.ok(!next.backlogged.includes(first.backlogged[0]!), 'each event claimed once');
       });
 
       it("fails the endpoint's queued events when it is disabled, and drops them with it", async () => {

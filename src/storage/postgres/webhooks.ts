@@ -1,6 +1,6 @@
 import type { PlantEventType, WebhookEndpoint, WebhookStorage } from '../types.js';
 import type { Sql, Tx } from './connection.js';
-import { toClaimed, toDelivery, type ClaimRow, type DeliveryRow } from '../webhook-rows.js';
+import { claimWindow, toClaimed, toDelivery, type ClaimRow, type DeliveryRow } from '../webhook-rows.js';
 
 /** postgres.js hands back timestamptz as a Date already. */
 const asDate = (time: Date) => time;
@@ -117,20 +117,33 @@ export function postgresWebhooks(sql: Sql): WebhookStorage {
       return result.count;
     },
 
-    async claimDeliveries(owner, now, leaseUntil, limit) {
+    async claimDeliveries(owner, now, leaseUntil, limit, share) {
       // SKIP LOCKED: processes claiming at once take disjoint rows instead of queueing on each
-      // other; a row another committed claim leased meanwhile is re-checked and left out.
+      // other; a row another committed claim leased meanwhile is re-checked and left out. Of the
+      // rows locked, at most share.perEndpoint per endpoint are leased; the rest are left as they were.
+      const busyAccounts = sql.array(share.busy.map((b) => b.account));
+      const busyEndpoints = sql.array(share.busy.map((b) => b.endpointId));
       const rows = await sql<ClaimRow<Date>[]>`
         WITH due AS (
-          SELECT d.account, d.endpoint_id, d.event_id FROM webhook_deliveries d
+          SELECT d.account, d.endpoint_id, d.event_id, d.next_attempt_at FROM webhook_deliveries d
           JOIN webhook_endpoints e ON e.account = d.account AND e.id = d.endpoint_id AND e.enabled
           WHERE d.state = 'pending' AND d.next_attempt_at <= ${now}
             AND (d.lease_until IS NULL OR d.lease_until < ${now})
-          ORDER BY d.next_attempt_at LIMIT ${limit}
+            AND NOT EXISTS (
+              SELECT 1 FROM unnest(${busyAccounts}::text[], ${busyEndpoints}::text[]) AS b(account, endpoint_id)
+              WHERE b.account = d.account AND b.endpoint_id = d.endpoint_id)
+          ORDER BY d.next_attempt_at LIMIT ${claimWindow(limit, share)}
           FOR UPDATE OF d SKIP LOCKED
+        ), ranked AS (
+          SELECT account, endpoint_id, event_id, next_attempt_at,
+                 row_number() OVER (PARTITION BY account, endpoint_id ORDER BY next_attempt_at) AS nth
+          FROM due
+        ), picked AS (
+          SELECT account, endpoint_id, event_id FROM ranked WHERE nth <= ${share.perEndpoint}
+          ORDER BY next_attempt_at LIMIT ${limit}
         )
         UPDATE webhook_deliveries d SET lease_owner = ${owner}, lease_until = ${leaseUntil}
-        FROM due, webhook_endpoints e
+        FROM picked AS due, webhook_endpoints e
         WHERE d.account = due.account AND d.endpoint_id = due.endpoint_id AND d.event_id = due.event_id
           AND e.account = d.account AND e.id = d.endpoint_id
         RETURNING d.account, d.endpoint_id, d.event_id, d.event_type, d.payload, d.attempts,

@@ -37,7 +37,7 @@ export function sqliteCopyStore(url: string, { create }: { create: boolean }): C
   db.pragma('synchronous = FULL');
   migrate(db);
   // Pending deliveries are copied from webhook_deliveries: the events still packed in the outbox go there first.
-  db.transaction(() => outboxRows(db).unpackOldest(Infinity)).immediate();
+  db.transaction(() => outboxRows(db).unpackAll()).immediate();
 
   const statements = new Map<string, Database.Statement>();
   const prepare = (text: string) => {

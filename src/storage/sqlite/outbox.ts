@@ -70,6 +70,16 @@ export function outbox(db: Database.Database): () => EventQueue {
   return () => (anyEndpoint.get() === undefined ? noEndpoints : transactionQueue());
 }
 
+/** Endpoints whose oldest row one round of `unpackOldest` takes. */
+const UNPACK_ENDPOINTS_PER_ROUND = 64;
+
+interface OutboxHead {
+  account: string;
+  endpoint_id: string;
+  first_event_id: string;
+  event_count: number;
+}
+
 /** The outbox rows as the deliverer and the webhooks API read them, on either connection. */
 export function outboxRows(conn: Database.Database) {
   const deliveriesFrom = (where: string) =>
@@ -84,10 +94,15 @@ export function outboxRows(conn: Database.Database) {
   const removeOne = conn.prepare(
     'DELETE FROM webhook_outbox WHERE account = ? AND endpoint_id = ? AND first_event_id = ?',
   );
-  const oldest = conn.prepare(
-    'SELECT account, endpoint_id, first_event_id, event_count FROM webhook_outbox ORDER BY created_at LIMIT 1',
+  // The oldest row of each endpoint (SQLite takes the bare columns from the row min() picks; event
+  // ids grow with time), endpoints by the age of that row: one backlog cannot keep the others in.
+  const oldestPerEndpoint = conn.prepare(
+    `SELECT account, endpoint_id, min(first_event_id) AS first_event_id, event_count, created_at
+     FROM webhook_outbox GROUP BY account, endpoint_id ORDER BY created_at LIMIT ?`,
   );
   const unpackEndpoint = deliveriesFrom('o.account = ? AND o.endpoint_id = ?');
+  const unpackAll = deliveriesFrom('1');
+  const removeAll = conn.prepare('DELETE FROM webhook_outbox');
   const removeEndpoint = conn.prepare('DELETE FROM webhook_outbox WHERE account = ? AND endpoint_id = ?');
   const any = conn.prepare('SELECT 1 FROM webhook_outbox LIMIT 1').pluck();
   const newest = conn.prepare(
@@ -102,20 +117,27 @@ export function outboxRows(conn: Database.Database) {
   return {
     any: () => any.get() !== undefined,
     /**
-     * Unpacks the oldest rows into pending deliveries until at least `events` events are out (a
-     * row holds at most one batch): bounded work, so the caller's transaction stays short.
-     * Call inside a write transaction.
+     * Unpacks rows into pending deliveries, the oldest of each endpoint in turn, until at least
+     * `events` events are out (a row holds at most one batch): bounded work, so the caller's
+     * transaction stays short. Call inside a write transaction.
      */
     unpackOldest(events: number) {
       let unpacked = 0;
       while (unpacked < events) {
-        const row = oldest.get() as
-          { account: string; endpoint_id: string; first_event_id: string; event_count: number } | undefined;
-        if (row === undefined) return;
-        unpackOne.run(row.account, row.endpoint_id, row.first_event_id);
-        removeOne.run(row.account, row.endpoint_id, row.first_event_id);
-        unpacked += row.event_count;
+        const rows = oldestPerEndpoint.all(UNPACK_ENDPOINTS_PER_ROUND) as OutboxHead[];
+        if (rows.length === 0) return;
+        for (const row of rows) {
+          if (unpacked >= events) return;
+          unpackOne.run(row.account, row.endpoint_id, row.first_event_id);
+          removeOne.run(row.account, row.endpoint_id, row.first_event_id);
+          unpacked += row.event_count;
+        }
       }
+    },
+    /** Every event becomes a pending delivery row. Call inside a write transaction. */
+    unpackAll() {
+      unpackAll.run();
+      removeAll.run();
     },
     /** Every event of the endpoint becomes a pending delivery row. Call inside a write transaction. */
     unpackEndpoint(account: string, endpointId: string) {

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
-import type { PlantEventType, WebhookEndpoint, WebhookStorage } from '../types.js';
-import { toClaimed, toDelivery, type ClaimRow, type DeliveryRow } from '../webhook-rows.js';
+import type { ClaimShare, PlantEventType, WebhookEndpoint, WebhookStorage } from '../types.js';
+import { claimWindow, fairShare, toClaimed, toDelivery, type ClaimRow, type DeliveryRow } from '../webhook-rows.js';
 import { outboxRows } from './outbox.js';
 
 const msDate = (ms: number) => new Date(ms);
@@ -95,7 +95,9 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
     `SELECT d.account, d.endpoint_id, d.event_id, d.event_type, d.payload, d.attempts,
             e.url, e.secret, e.previous_secret, e.previous_secret_until
      FROM webhook_deliveries d JOIN webhook_endpoints e ON e.account = d.account AND e.id = d.endpoint_id
-     WHERE ${due} AND e.enabled = 1 ORDER BY d.next_attempt_at LIMIT @limit`,
+     WHERE ${due} AND e.enabled = 1
+       AND NOT EXISTS (SELECT 1 FROM json_each(@busy) b WHERE b.value ->> 0 = d.account AND b.value ->> 1 = d.endpoint_id)
+     ORDER BY d.next_attempt_at LIMIT @window`,
   );
   const lease = deliveries.prepare(
     `UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?
@@ -161,10 +163,12 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
     backlog.get() as { pending: number; oldest: number | null },
     outboxThere.backlog(),
   ]);
-  const claim = deliveries.transaction((owner: string, now: number, until: number, limit: number) => {
+  const claim = deliveries.transaction((owner: string, now: number, until: number, limit: number, share: ClaimShare) => {
     // As many events as this claim may take come out of the outbox first (events are due at once).
-    outboxThere.unpackOldest(limit);
-    const rows = selectDue.all({ now, limit }) as ClaimRow<number>[];
+    outboxThere.unpackOldest(claimWindow(limit, share));
+    const busy = JSON.stringify(share.busy.map((b) => [b.account, b.endpointId]));
+    const due = selectDue.all({ now, busy, window: claimWindow(limit, share) }) as ClaimRow<number>[];
+    const rows = fairShare(due, limit, share.perEndpoint);
     for (const row of rows) lease.run(owner, until, row.account, row.endpoint_id, row.event_id);
     return rows;
   });
@@ -223,10 +227,10 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
       return requeue.run({ account, endpointId, since: since.getTime(), until: end, now: now.getTime() }).changes;
     },
 
-    async claimDeliveries(owner, now, leaseUntil, limit) {
+    async claimDeliveries(owner, now, leaseUntil, limit, share) {
       // A read first, so an idle poll never takes the write lock.
       if (anyDue.get({ now: now.getTime() }) === undefined && !outboxThere.any()) return [];
-      const rows: ClaimRow<number>[] = claim.immediate(owner, now.getTime(), leaseUntil.getTime(), limit);
+      const rows: ClaimRow<number>[] = claim.immediate(owner, now.getTime(), leaseUntil.getTime(), limit, share);
       return rows.map((row) => toClaimed(row, msDate));
     },
     async recordAttempts(owner, results) {
