@@ -111,10 +111,10 @@ export class Deliverer {
         if (busy) this.lastBusyClaim = Date.now();
         try {
           const now = Date.now();
-          const busy = [...this.inFlightByEndpoint.values()].filter((e) => e.count >= this.perEndpoint);
+          const atTheirShare = [...this.inFlightByEndpoint.values()].filter((e) => e.count >= this.perEndpoint);
           const due = await this.storage.claimDeliveries(this.owner, new Date(now), new Date(now + this.leaseMs), free, {
             perEndpoint: this.perEndpoint,
-            busy,
+            busy: atTheirShare,
           });
           for (const delivery of due) this.track(delivery, this.deliver(delivery));
           claimed = due.length;

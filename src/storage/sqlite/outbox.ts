@@ -96,9 +96,13 @@ export function outboxRows(conn: Database.Database) {
   );
   // The oldest row of each endpoint (SQLite takes the bare columns from the row min() picks; event
   // ids grow with time), endpoints by the age of that row: one backlog cannot keep the others in.
+  // Endpoints with all the attempts in flight they may have (`busy`, JSON [account, id] pairs) wait:
+  // their events could not be claimed now anyway.
   const oldestPerEndpoint = conn.prepare(
     `SELECT account, endpoint_id, min(first_event_id) AS first_event_id, event_count, created_at
-     FROM webhook_outbox GROUP BY account, endpoint_id ORDER BY created_at LIMIT ?`,
+     FROM webhook_outbox o
+     WHERE NOT EXISTS (SELECT 1 FROM json_each(@busy) b WHERE b.value ->> 0 = o.account AND b.value ->> 1 = o.endpoint_id)
+     GROUP BY account, endpoint_id ORDER BY created_at LIMIT @limit`,
   );
   const unpackEndpoint = deliveriesFrom('o.account = ? AND o.endpoint_id = ?');
   const unpackAll = deliveriesFrom('1');
@@ -117,14 +121,15 @@ export function outboxRows(conn: Database.Database) {
   return {
     any: () => any.get() !== undefined,
     /**
-     * Unpacks rows into pending deliveries, the oldest of each endpoint in turn, until at least
-     * `events` events are out (a row holds at most one batch): bounded work, so the caller's
-     * transaction stays short. Call inside a write transaction.
+     * Unpacks rows into pending deliveries, the oldest of each endpoint in turn (but those in
+     * `busy`, a JSON array of [account, endpoint id] pairs), until at least `events` events are out
+     * (a row holds at most one batch): bounded work, so the caller's transaction stays short.
+     * Call inside a write transaction.
      */
-    unpackOldest(events: number) {
+    unpackOldest(events: number, busy = '[]') {
       let unpacked = 0;
       while (unpacked < events) {
-        const rows = oldestPerEndpoint.all(UNPACK_ENDPOINTS_PER_ROUND) as OutboxHead[];
+        const rows = oldestPerEndpoint.all({ busy, limit: UNPACK_ENDPOINTS_PER_ROUND }) as OutboxHead[];
         if (rows.length === 0) return;
         for (const row of rows) {
           if (unpacked >= events) return;

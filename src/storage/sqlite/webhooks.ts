@@ -165,8 +165,8 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
   ]);
   const claim = deliveries.transaction((owner: string, now: number, until: number, limit: number, share: ClaimShare) => {
     // As many events as this claim may take come out of the outbox first (events are due at once).
-    outboxThere.unpackOldest(claimWindow(limit, share));
     const busy = JSON.stringify(share.busy.map((b) => [b.account, b.endpointId]));
+    outboxThere.unpackOldest(claimWindow(limit, share), busy);
     const due = selectDue.all({ now, busy, window: claimWindow(limit, share) }) as ClaimRow<number>[];
     const rows = fairShare(due, limit, share.perEndpoint);
     for (const row of rows) lease.run(owner, until, row.account, row.endpoint_id, row.event_id);
