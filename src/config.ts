@@ -243,7 +243,7 @@ export const serverSettings = {
   webhookConcurrency: {
     flag: '--webhook-concurrency <n>',
     env: 'WEBHOOK_CONCURRENCY',
-    help: 'webhook deliveries in flight at once, per process',
+    help: 'webhook deliveries in flight at once, per process (one endpoint: at most a quarter of them)',
     default: 16,
     parse: integer(1, 1_000),
   },
