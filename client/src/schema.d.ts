@@ -322,7 +322,7 @@ export interface components {
       events: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
       /** @description A note for people; empty by default */
       description: string;
-      /** @description false after PATCH {"enabled": false} or a 410 from the receiver */
+      /** @description false when registered or patched with {"enabled": false}, or after a 410 from the receiver */
       enabled: boolean;
       /**
        * Format: date-time
@@ -352,7 +352,7 @@ export interface components {
       events: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
       /** @description A note for people; empty by default */
       description: string;
-      /** @description false after PATCH {"enabled": false} or a 410 from the receiver */
+      /** @description false when registered or patched with {"enabled": false}, or after a 410 from the receiver */
       enabled: boolean;
       /**
        * Format: date-time

@@ -65,7 +65,10 @@ interface ContractWebhook {
 export type Webhook = Answer<'getWebhook', 200, ContractWebhook>;
 /** As created: the only time the `secret` is shown. */
 export type WebhookWithSecret = Answer<'createWebhook', 201, ContractWebhook & { secret: string }>;
-export type NewWebhook = Input<'createWebhook', { url: string; events?: WebhookEventType[]; description?: string }>;
+export type NewWebhook = Input<
+  'createWebhook',
+  { url: string; events?: WebhookEventType[]; description?: string; enabled?: boolean }
+>;
 export type WebhookPatch = Input<
   'updateWebhook',
   { url?: string; events?: WebhookEventType[]; description?: string; enabled?: boolean }

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError, rawErrorResponse } from '../errors.js';
+import { currentResponse } from './socket-response.js';
 
 /** Sockets that were answered (say 401) before the request body had fully arrived. */
 const answeredEarly = new WeakSet<Socket>();
@@ -20,7 +21,7 @@ const refusalQueued = new WeakSet<Socket>();
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket) {
   // Once this request was answered (or the answer has started), a second answer, such as a 408
   // when the rest of its body never comes, would be garbage to the client: just close.
-  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  const inFlight = currentResponse(socket);
   const started = inFlight?.headersSent === true;
   if (error.code === 'ECONNRESET' || !socket.writable || started || answeredEarly.has(socket)) return socket.destroy();
   const [status, message] =

@@ -1,8 +1,8 @@
-import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { rawErrorResponse } from '../errors.js';
+import { currentResponse } from '../http/socket-response.js';
 
 /**
  * How long a connection that was still sending a request's headers when the stop began has to
@@ -53,11 +53,10 @@ async function gracefulStopPlugin(app: FastifyInstance) {
   const closeUnused = () => {
     for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
   };
-  // Node gives a socket its response (`_httpMessage`) as soon as a request's headers are parsed,
-  // and takes it back once answered; an open socket without one is still sending headers.
+  // Idle connections are closed by now: an open one without a response is still sending headers.
   const closeStalled = () => {
     for (const socket of connections) {
-      if (socket.writableEnded || (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage) continue;
+      if (socket.writableEnded || currentResponse(socket) !== null) continue;
       socket.end(rawErrorResponse(503, 'the server is stopping: send the request again'), () => socket.destroy());
     }
   };

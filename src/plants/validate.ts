@@ -28,12 +28,14 @@ function checkText(field: string, value: unknown, minLength: number): string {
   return value;
 }
 
+function inInt64Range(id: bigint): bigint {
+  if (id < LIMITS.int64Min || id > LIMITS.int64Max) bad('id must be within the signed 64-bit integer range');
+  return id;
+}
+
 function checkId(value: unknown): bigint {
   if (value === undefined) bad('id is required');
-  if (typeof value === 'bigint') {
-    if (value < LIMITS.int64Min || value > LIMITS.int64Max) bad('id must be within the signed 64-bit integer range');
-    return value;
-  }
+  if (typeof value === 'bigint') return inInt64Range(value);
   if (typeof value !== 'number') bad('id must be an integer');
   if (!Number.isInteger(value)) bad('id must be an integer');
   if (!Number.isSafeInteger(value)) bad('id beyond ±2^53 must be written as a plain integer (no fraction or exponent)');
@@ -73,10 +75,8 @@ export function validatePlantIdParams(params: unknown): PlantIdParams {
   if (typeof text !== 'string' || !CANONICAL_INTEGER.test(text) || text === '-0') {
     bad('id must be an integer in canonical decimal form (an optional -, digits, no leading zero)');
   }
-  // Past 20 digits it is out of range whatever they are; BigInt is spared a long string.
-  const id = text.length > 20 ? LIMITS.int64Max + 1n : BigInt(text);
-  if (id < LIMITS.int64Min || id > LIMITS.int64Max) bad('id must be within the signed 64-bit integer range');
-  return { id };
+  // Past 20 characters it is out of range whatever the digits: BigInt is spared a long string.
+  return { id: inInt64Range(text.length > 20 ? LIMITS.int64Max + 1n : BigInt(text)) };
 }
 
 const UNSIGNED_INTEGER = /^\d+$/;

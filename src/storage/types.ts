@@ -165,7 +165,13 @@ export interface WebhookStorage {
    * At most `share.perEndpoint` of one endpoint, and none of the endpoints in `share.busy`: one
    * receiver's backlog cannot take every slot from the others.
    */
-  claimDeliveries(owner: string, now: Date, leaseUntil: Date, limit: number, share: ClaimShare): Promise<ClaimedDelivery[]>;
+  claimDeliveries(
+    owner: string,
+    now: Date,
+    leaseUntil: Date,
+    limit: number,
+    share: ClaimShare,
+  ): Promise<ClaimedDelivery[]>;
   /**
    * Writes the results of attempts and ends their leases, in one transaction; a delivery whose
    * lease `owner` no longer holds (another process took over) is left alone.

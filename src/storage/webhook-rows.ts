@@ -60,6 +60,11 @@ export function toClaimed<Time>(row: ClaimRow<Time>, toDate: ToDate<Time>): Clai
   };
 }
 
+/** One endpoint as a map key: its account and id, neither able to pass for part of the other. */
+export function endpointKey(account: string, endpointId: string): string {
+  return JSON.stringify([account, endpointId]);
+}
+
 /**
  * How many due rows a claim reads to find `limit` that keep to `share.perEndpoint`: room for
  * several endpoints when the oldest due rows are all one endpoint's backlog.
@@ -78,7 +83,7 @@ export function fairShare<Row extends { account: string; endpoint_id: string }>(
   const picked: Row[] = [];
   for (const row of due) {
     if (picked.length === limit) break;
-    const endpoint = JSON.stringify([row.account, row.endpoint_id]);
+    const endpoint = endpointKey(row.account, row.endpoint_id);
     const count = taken.get(endpoint) ?? 0;
     if (count === perEndpoint) continue;
     taken.set(endpoint, count + 1);

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ClaimedDelivery, WebhookStorage } from '../storage/types.js';
+import { endpointKey } from '../storage/webhook-rows.js';
 import type { AddressGuard } from './address-guard.js';
 import { attempt, receiverAgents, type ReceiverAgents } from './attempt.js';
 import { webhookAttempts } from './metrics.js';
@@ -52,7 +53,7 @@ export const GONE_REASON = 'the receiver answered 410 Gone, so the endpoint was 
 export class Deliverer {
   private readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private readonly inFlight = new Set<Promise<void>>();
-  /** Attempts in flight per endpoint (`endpointKey`), and how many one endpoint may have. */
+  /** Attempts in flight per endpoint (by `endpointKey`), and how many one endpoint may have. */
   private readonly inFlightByEndpoint = new Map<string, { account: string; endpointId: string; count: number }>();
   private readonly perEndpoint: number;
   private readonly agents: ReceiverAgents;
@@ -111,11 +112,12 @@ export class Deliverer {
         if (busy) this.lastBusyClaim = Date.now();
         try {
           const now = Date.now();
-          const atTheirShare = [...this.inFlightByEndpoint.values()].filter((e) => e.count >= this.perEndpoint);
-          const due = await this.storage.claimDeliveries(this.owner, new Date(now), new Date(now + this.leaseMs), free, {
+          const share = {
             perEndpoint: this.perEndpoint,
-            busy: atTheirShare,
-          });
+            busy: [...this.inFlightByEndpoint.values()].filter((e) => e.count >= this.perEndpoint),
+          };
+          const leaseUntil = new Date(now + this.leaseMs);
+          const due = await this.storage.claimDeliveries(this.owner, new Date(now), leaseUntil, free, share);
           for (const delivery of due) this.track(delivery, this.deliver(delivery));
           claimed = due.length;
         } catch (error) {
@@ -145,7 +147,7 @@ export class Deliverer {
   }
 
   private track({ account, endpointId }: ClaimedDelivery, work: Promise<void>) {
-    const key = JSON.stringify([account, endpointId]);
+    const key = endpointKey(account, endpointId);
     const endpoint = this.inFlightByEndpoint.get(key) ?? { account, endpointId, count: 0 };
     endpoint.count++;
     this.inFlightByEndpoint.set(key, endpoint);

@@ -28,7 +28,9 @@ const endpointFields = {
   url: Url,
   events: Events,
   description: Description,
-  enabled: Type.Boolean({ description: 'false after PATCH {"enabled": false} or a 410 from the receiver' }),
+  enabled: Type.Boolean({
+    description: 'false when registered or patched with {"enabled": false}, or after a 410 from the receiver',
+  }),
   createdAt: Timestamp('When the endpoint was registered'),
 };
 
@@ -64,7 +66,9 @@ export const NewWebhookEndpoint = Type.Object(
     url: Url,
     events: Type.Optional(Events),
     description: Type.Optional(Description),
-    enabled: Type.Optional(Type.Boolean({ description: 'false registers the endpoint without sending it events yet; true by default' })),
+    enabled: Type.Optional(
+      Type.Boolean({ description: 'false registers the endpoint without sending it events yet; true by default' }),
+    ),
   },
   {
     $id: 'NewWebhookEndpoint',

@@ -6,7 +6,14 @@ import { newToken } from '../../src/auth/api-tokens.js';
 import { groupCommit } from '../../src/storage/group-commit.js';
 import { openStorage } from '../../src/storage/open.js';
 import { sqlitePath } from '../../src/storage/sqlite/index.js';
-import type { ClaimedDelivery, ClaimShare, PlantChange, PlantRecord, Storage, StoredPlant } from '../../src/storage/types.js';
+import type {
+  ClaimedDelivery,
+  ClaimShare,
+  PlantChange,
+  PlantRecord,
+  Storage,
+  StoredPlant,
+} from '../../src/storage/types.js';
 import { ENGINES, type Engine } from '../helpers/engines.js';
 import { insertPlants, type PlantWrite } from '../helpers/plants.js';
 

@@ -362,7 +362,8 @@ for (const engine of ENGINES) {
         hanging.answer = () => 'hang';
         const slowAccount = createToken(s.database, `hangs-${engine.name}`).token;
         await registerEndpoint(s.url, slowAccount, { url: hanging.url() });
-        for (let id = 1; id <= 8; id++) assert.equal((await postPlant(s.url, slowAccount, { id, name: `p${id}` })).status, 200);
+        for (let id = 1; id <= 8; id++)
+          assert.equal((await postPlant(s.url, slowAccount, { id, name: `p${id}` })).status, 200);
         await hanging.waitFor(1);
 
         const otherAccount = createToken(s.database, `waits-${engine.name}`).token;

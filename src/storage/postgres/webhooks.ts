@@ -143,8 +143,8 @@ export function postgresWebhooks(sql: Sql): WebhookStorage {
           ORDER BY next_attempt_at LIMIT ${limit}
         )
         UPDATE webhook_deliveries d SET lease_owner = ${owner}, lease_until = ${leaseUntil}
-        FROM picked AS due, webhook_endpoints e
-        WHERE d.account = due.account AND d.endpoint_id = due.endpoint_id AND d.event_id = due.event_id
+        FROM picked, webhook_endpoints e
+        WHERE d.account = picked.account AND d.endpoint_id = picked.endpoint_id AND d.event_id = picked.event_id
           AND e.account = d.account AND e.id = d.endpoint_id
         RETURNING d.account, d.endpoint_id, d.event_id, d.event_type, d.payload, d.attempts,
                   e.url, e.secret, e.previous_secret, e.previous_secret_until`;

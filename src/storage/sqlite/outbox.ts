@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { newPlantJson } from '../changes.js';
-import type { PlantEventType, PlantRecord } from '../types.js';
+import type { ClaimShare, PlantEventType, PlantRecord } from '../types.js';
 import type { DeliveryRow } from '../webhook-rows.js';
 
 /** The events of one write transaction: `queue` each change's event, `flush` before the commit. */
@@ -70,6 +70,16 @@ export function outbox(db: Database.Database): () => EventQueue {
   return () => (anyEndpoint.get() === undefined ? noEndpoints : transactionQueue());
 }
 
+/** The endpoints of `share.busy` as `notBusy` reads them (`@busy`): a JSON array of [account, id] pairs. */
+export function busyAsJson(share: ClaimShare): string {
+  return JSON.stringify(share.busy.map((b) => [b.account, b.endpointId]));
+}
+
+/** SQL: the row of table `alias` is not of an endpoint in `@busy` (see busyAsJson). */
+export function notBusy(alias: string): string {
+  return `NOT EXISTS (SELECT 1 FROM json_each(@busy) b WHERE b.value ->> 0 = ${alias}.account AND b.value ->> 1 = ${alias}.endpoint_id)`;
+}
+
 /** Endpoints whose oldest row one round of `unpackOldest` takes. */
 const UNPACK_ENDPOINTS_PER_ROUND = 64;
 
@@ -100,15 +110,14 @@ export function outboxRows(conn: Database.Database) {
   // their events could not be claimed now anyway.
   const oldestPerEndpoint = conn.prepare(
     `SELECT account, endpoint_id, min(first_event_id) AS first_event_id, event_count, created_at
-     FROM webhook_outbox o
-     WHERE NOT EXISTS (SELECT 1 FROM json_each(@busy) b WHERE b.value ->> 0 = o.account AND b.value ->> 1 = o.endpoint_id)
+     FROM webhook_outbox o WHERE ${notBusy('o')}
      GROUP BY account, endpoint_id ORDER BY created_at LIMIT @limit`,
   );
   const unpackEndpoint = deliveriesFrom('o.account = ? AND o.endpoint_id = ?');
   const unpackAll = deliveriesFrom('1');
   const removeAll = conn.prepare('DELETE FROM webhook_outbox');
   const removeEndpoint = conn.prepare('DELETE FROM webhook_outbox WHERE account = ? AND endpoint_id = ?');
-  const any = conn.prepare('SELECT 1 FROM webhook_outbox LIMIT 1').pluck();
+  const any = conn.prepare(`SELECT 1 FROM webhook_outbox o WHERE ${notBusy('o')} LIMIT 1`).pluck();
   const newest = conn.prepare(
     `SELECT e.value ->> 0 AS event_id, e.value ->> 1 AS event_type, o.created_at
      FROM (SELECT events, created_at FROM webhook_outbox WHERE account = ? AND endpoint_id = ?
@@ -119,14 +128,15 @@ export function outboxRows(conn: Database.Database) {
   );
 
   return {
-    any: () => any.get() !== undefined,
+    /** Whether any event waits in the outbox, but those of the `busy` endpoints (see unpackOldest). */
+    any: (busy: string) => any.get({ busy }) !== undefined,
     /**
      * Unpacks rows into pending deliveries, the oldest of each endpoint in turn (but those in
      * `busy`, a JSON array of [account, endpoint id] pairs), until at least `events` events are out
      * (a row holds at most one batch): bounded work, so the caller's transaction stays short.
      * Call inside a write transaction.
      */
-    unpackOldest(events: number, busy = '[]') {
+    unpackOldest(events: number, busy: string) {
       let unpacked = 0;
       while (unpacked < events) {
         const rows = oldestPerEndpoint.all({ busy, limit: UNPACK_ENDPOINTS_PER_ROUND }) as OutboxHead[];

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { ClaimShare, PlantEventType, WebhookEndpoint, WebhookStorage } from '../types.js';
 import { claimWindow, fairShare, toClaimed, toDelivery, type ClaimRow, type DeliveryRow } from '../webhook-rows.js';
-import { outboxRows } from './outbox.js';
+import { busyAsJson, notBusy, outboxRows } from './outbox.js';
 
 const msDate = (ms: number) => new Date(ms);
 
@@ -84,7 +84,9 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
   );
 
   // The deliverer's statements, on its own connection.
-  const due = `d.state = 'pending' AND d.next_attempt_at <= @now AND (d.lease_until IS NULL OR d.lease_until < @now)`;
+  // Due, and not of an endpoint that already has its share of attempts in flight.
+  const due = `d.state = 'pending' AND d.next_attempt_at <= @now AND (d.lease_until IS NULL OR d.lease_until < @now)
+    AND ${notBusy('d')}`;
   const anyDue = deliveries
     .prepare(
       `SELECT 1 FROM webhook_deliveries d JOIN webhook_endpoints e ON e.account = d.account AND e.id = d.endpoint_id
@@ -95,9 +97,7 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
     `SELECT d.account, d.endpoint_id, d.event_id, d.event_type, d.payload, d.attempts,
             e.url, e.secret, e.previous_secret, e.previous_secret_until
      FROM webhook_deliveries d JOIN webhook_endpoints e ON e.account = d.account AND e.id = d.endpoint_id
-     WHERE ${due} AND e.enabled = 1
-       AND NOT EXISTS (SELECT 1 FROM json_each(@busy) b WHERE b.value ->> 0 = d.account AND b.value ->> 1 = d.endpoint_id)
-     ORDER BY d.next_attempt_at LIMIT @window`,
+     WHERE ${due} AND e.enabled = 1 ORDER BY d.next_attempt_at LIMIT @window`,
   );
   const lease = deliveries.prepare(
     `UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?
@@ -163,15 +163,17 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
     backlog.get() as { pending: number; oldest: number | null },
     outboxThere.backlog(),
   ]);
-  const claim = deliveries.transaction((owner: string, now: number, until: number, limit: number, share: ClaimShare) => {
-    // As many events as this claim may take come out of the outbox first (events are due at once).
-    const busy = JSON.stringify(share.busy.map((b) => [b.account, b.endpointId]));
-    outboxThere.unpackOldest(claimWindow(limit, share), busy);
-    const due = selectDue.all({ now, busy, window: claimWindow(limit, share) }) as ClaimRow<number>[];
-    const rows = fairShare(due, limit, share.perEndpoint);
-    for (const row of rows) lease.run(owner, until, row.account, row.endpoint_id, row.event_id);
-    return rows;
-  });
+  const claim = deliveries.transaction(
+    (owner: string, now: number, until: number, limit: number, share: ClaimShare, busy: string) => {
+      const window = claimWindow(limit, share);
+      // As many events as this claim may read come out of the outbox first (events are due at once).
+      outboxThere.unpackOldest(window, busy);
+      const due = selectDue.all({ now, busy, window }) as ClaimRow<number>[];
+      const rows = fairShare(due, limit, share.perEndpoint);
+      for (const row of rows) lease.run(owner, until, row.account, row.endpoint_id, row.event_id);
+      return rows;
+    },
+  );
   // One transaction for many results: each commit writes whole pages to the WAL, and a batch
   // of results shares its pages instead of writing them again and again.
   const recordAll = deliveries.transaction(
@@ -228,9 +230,11 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
     },
 
     async claimDeliveries(owner, now, leaseUntil, limit, share) {
-      // A read first, so an idle poll never takes the write lock.
-      if (anyDue.get({ now: now.getTime() }) === undefined && !outboxThere.any()) return [];
-      const rows: ClaimRow<number>[] = claim.immediate(owner, now.getTime(), leaseUntil.getTime(), limit, share);
+      // A read first, so a poll with nothing it may take (idle, or only endpoints at their share)
+      // never takes the write lock.
+      const busy = busyAsJson(share);
+      if (anyDue.get({ now: now.getTime(), busy }) === undefined && !outboxThere.any(busy)) return [];
+      const rows: ClaimRow<number>[] = claim.immediate(owner, now.getTime(), leaseUntil.getTime(), limit, share, busy);
       return rows.map((row) => toClaimed(row, msDate));
     },
     async recordAttempts(owner, results) {
