@@ -316,7 +316,7 @@ export interface components {
     WebhookEndpoint: {
       /** @description The endpoint id (ep_...) */
       id: string;
-      /** @description Where events are POSTed: https, at most 2048 characters, no credentials, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused) */
+      /** @description Where events are POSTed: https, at most 2048 characters, no credentials, no spaces or control characters, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused) */
       url: string;
       /** @description The event types sent to this endpoint; plant.created (the sample's "newPlant") by default */
       events: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
@@ -346,7 +346,7 @@ export interface components {
     WebhookEndpointWithSecret: {
       /** @description The endpoint id (ep_...) */
       id: string;
-      /** @description Where events are POSTed: https, at most 2048 characters, no credentials, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused) */
+      /** @description Where events are POSTed: https, at most 2048 characters, no credentials, no spaces or control characters, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused) */
       url: string;
       /** @description The event types sent to this endpoint; plant.created (the sample's "newPlant") by default */
       events: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
@@ -373,7 +373,7 @@ export interface components {
      *     }
      */
     NewWebhookEndpoint: {
-      /** @description Where events are POSTed: https, at most 2048 characters, no credentials, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused) */
+      /** @description Where events are POSTed: https, at most 2048 characters, no credentials, no spaces or control characters, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused) */
       url: string;
       /** @description The event types sent to this endpoint; plant.created (the sample's "newPlant") by default */
       events?: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
@@ -391,7 +391,7 @@ export interface components {
      *     }
      */
     WebhookEndpointPatch: {
-      /** @description Where events are POSTed: https, at most 2048 characters, no credentials, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused) */
+      /** @description Where events are POSTed: https, at most 2048 characters, no credentials, no spaces or control characters, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused) */
       url?: string;
       /** @description The event types sent to this endpoint; plant.created (the sample's "newPlant") by default */
       events?: ('plant.created' | 'plant.updated' | 'plant.deleted')[];

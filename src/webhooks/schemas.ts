@@ -14,8 +14,8 @@ const Timestamp = (description: string) => Type.String({ format: 'date-time', de
 const Url = Type.String({
   maxLength: MAX_URL_LENGTH,
   description:
-    'Where events are POSTed: https, at most 2048 characters, no credentials, a host that resolves only to public ' +
-    'addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused)',
+    'Where events are POSTed: https, at most 2048 characters, no credentials, no spaces or control characters, ' +
+    'a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused)',
 });
 const Events = Type.Array(EventType, {
   minItems: 1,
