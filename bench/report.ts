@@ -284,8 +284,8 @@ function everyRun(r: Results): string {
   return ['| Scenario | Server | req/s (p99 ms), round by round |', '|---|---|---|', ...rows].join('\n');
 }
 
-/** BENCHMARKS.md: the figures of this run, then `analysis` (bench/analysis.md, hand-written) as it is. */
-export function renderMarkdown(r: Results, resultsFile: string, analysis = ''): string {
+/** BENCHMARKS.md: the figures of this run, and a link to bench/analysis.md (hand-written, kept in one place). */
+export function renderMarkdown(r: Results, resultsFile: string): string {
   const m = r.machine;
   const s = r.settings;
   const rows = targets(r).map((t) => `| ${t.what} | ${t.value} | ${t.target} | ${t.ok === null ? '' : met(t.ok)} |`);
@@ -345,5 +345,10 @@ ${everyRun(r)}
 | Disk: fdatasync of 4 KiB | ${f2(m.fsync.p50Ms)} ms median, ${f2(m.fsync.p90Ms)} ms p90 |
 | Code | ${m.commit} |
 | Whole bench | ${r.durationSec} s |
-${analysis ? `\n${analysis.trim()}\n` : ''}`;
+
+## Where the time goes
+
+What the CPU profiles, \`strace\` and side-by-side builds showed is written by hand, not by this
+run: [bench/analysis.md](bench/analysis.md). How the bench runs: [bench/README.md](bench/README.md).
+`;
 }

@@ -19,7 +19,7 @@
  * A scenario is a function (Context) => ScenarioResult; to add one, write it in bench/scenarios/
  * and list it in SCENARIOS. report.ts renders any scenario's servers and ratios.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -83,11 +83,9 @@ function setting(flag: string | undefined, env: string, fallback: number): numbe
 }
 
 function writeReport(results: Results, file: string) {
-  const analysisFile = join(ROOT, 'bench/analysis.md');
-  const analysis = existsSync(analysisFile) ? readFileSync(analysisFile, 'utf8') : '';
   const relative = file.startsWith(ROOT) ? file.slice(ROOT.length) : file;
   writeFileSync(join(ROOT, 'bench/results/chart.svg'), renderChart(results));
-  writeFileSync(join(ROOT, 'BENCHMARKS.md'), renderMarkdown(results, relative, analysis));
+  writeFileSync(join(ROOT, 'BENCHMARKS.md'), renderMarkdown(results, relative));
 }
 
 async function main() {
