@@ -29,6 +29,9 @@ function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4 | null {
   return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
 }
 
+/** How an attempt's error begins when the guard refused the address (the deliveries listing shows it). */
+export const NOT_ALLOWED = 'address not allowed: ';
+
 export class AddressRefused extends Error {
   readonly code = 'EADDRNOTALLOWED';
 }
@@ -72,7 +75,7 @@ export class AddressGuard {
       const wanted = addresses.filter((a) => !options.family || a.family === options.family);
       if (wanted.length === 0) return fail(new Error(`${hostname} has no address`));
       const refused = wanted.map((a) => this.refusal(a.address)).find((r) => r !== null);
-      if (refused) return fail(new AddressRefused(`address not allowed: ${refused}`));
+      if (refused) return fail(new AddressRefused(NOT_ALLOWED + refused));
       if (options.all) callback(null, wanted);
       else callback(null, wanted[0]!.address, wanted[0]!.family);
     });
@@ -101,6 +104,11 @@ export class AddressGuard {
   }
 }
 
+/** Names the flag that lifts the rule, so a developer with a receiver on this machine finds it. */
 function badUrl(reason: string): HttpError {
-  return new HttpError(400, `url is not allowed: ${reason}; webhooks go to public https addresses`);
+  return new HttpError(
+    400,
+    `url is not allowed: ${reason}; webhooks go to public https addresses ` +
+      '(for development only, the server can be started with --webhook-allow-private to allow http and private addresses)',
+  );
 }

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressGuard } from './address-guard.js';
+import { NOT_ALLOWED, type AddressGuard } from './address-guard.js';
 
 /** What one POST to a receiver came to: its status (any status at all), or why there was none. */
 export interface AttemptResult {
@@ -54,7 +54,7 @@ export function attempt(
   const url = new URL(target);
   const refused = guard.refusalOfUrl(url);
   if (refused !== null)
-    return Promise.resolve({ status: null, error: `address not allowed: ${refused}`, retryAfterMs: null });
+    return Promise.resolve({ status: null, error: NOT_ALLOWED + refused, retryAfterMs: null });
 
   return new Promise((resolve) => {
     const client = url.protocol === 'https:' ? https : http;

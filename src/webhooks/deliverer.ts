@@ -7,6 +7,7 @@ import { endpointKey } from '../storage/webhook-rows.js';
 import type { AddressGuard } from './address-guard.js';
 import { attempt, receiverAgents, type ReceiverAgents } from './attempt.js';
 import { webhookAttempts } from './metrics.js';
+import { RefusalLog } from './refusal-log.js';
 import { afterAttempt } from './retry.js';
 import { signatureHeader, signingSecrets } from './signer.js';
 
@@ -57,6 +58,7 @@ export class Deliverer {
   private readonly inFlightByEndpoint = new Map<string, { account: string; endpointId: string; count: number }>();
   private readonly perEndpoint: number;
   private readonly agents: ReceiverAgents;
+  private readonly refusals: RefusalLog;
   /** Long enough for an attempt (bounded by the timeout) and its result, with room for a busy event loop. */
   private readonly leaseMs: number;
   private running = false;
@@ -72,6 +74,7 @@ export class Deliverer {
     private readonly options: DelivererOptions,
   ) {
     this.agents = receiverAgents(options.guard);
+    this.refusals = new RefusalLog(options.log);
     this.leaseMs = 2 * options.timeoutMs + 5_000;
     this.perEndpoint = Math.max(1, Math.floor(options.concurrency * ENDPOINT_SHARE));
   }
@@ -177,6 +180,7 @@ export class Deliverer {
         guard: this.options.guard,
         agents: this.agents,
       });
+      this.refusals.note(account, endpointId, result);
       const record = afterAttempt(result, delivery.attempts, this.options.retrySchedule, Date.now());
       await this.record({ key: { account, endpointId, eventId }, record });
       webhookAttempts.inc({ outcome: record.state === 'pending' ? 'retrying' : record.state });

@@ -47,6 +47,13 @@ for (const engine of ENGINES) {
           assert.match((reply.json as { message: string }).message, /^url /);
         });
       }
+      it('names --webhook-allow-private, the flag that lifts the rule, when it refuses http or an address', async () => {
+        for (const url of ['http://93.184.215.14/hook', 'https://127.0.0.1:3000/hook', 'https://localhost/hook']) {
+          const reply = await createWebhook(s.url, s.token, { url });
+          assert.equal(reply.status, 400, reply.text);
+          assert.match((reply.json as { message: string }).message, /--webhook-allow-private/, url);
+        }
+      });
       it('accepts https to a public address, IPv4 or IPv6', async () => {
         for (const url of ['https://93.184.215.14/hook', 'https://[2606:2800:21f:cb07:6820:80da:af6b:8b2c]/hook']) {
           const reply = await createWebhook(s.url, s.token, { url });
@@ -61,7 +68,7 @@ for (const engine of ENGINES) {
       });
     });
 
-    describe('each attempt checks the address it connects to (a name that later resolves privately is refused)', () => {
+    describe('each attempt checks the address it connects to (a name that later resolves privately is refused), logged once per endpoint and reason', () => {
       it('never connects to a stored URL whose host now resolves to loopback, nor to a loopback literal', async () => {
         const receiver = await Receiver.start();
         // What DNS rebinding would leave behind: a registered URL whose name now points inside.
@@ -101,6 +108,25 @@ for (const engine of ENGINES) {
             assert.equal(view!.lastStatus, null);
           }
           assert.equal(receiver.connections, 0, 'no connection reached the receiver');
+          // Both attempts of each event failed the same way (retry schedule 1s): one warning per endpoint.
+          for (const id of ids) {
+            await eventually(`${id} failed after its retry`, async () => {
+              const list = await deliveries(s.url, s.token, id);
+              return list[0]?.state === 'failed' ? list : undefined;
+            });
+          }
+          const warnings = () =>
+            s.server!.stdout()
+              .split('\n')
+              .filter((line) => line.includes('its address is not allowed'))
+              .map((line) => JSON.parse(line) as { level: number; endpointId: string; reason: string });
+          await eventually('the warnings in the log', async () => (warnings().length >= 2 ? true : undefined));
+          await new Promise((resolve) => setTimeout(resolve, 300)); // the log is written every 100 ms
+          assert.deepEqual(warnings().map((w) => w.endpointId).sort(), [...ids].sort());
+          for (const warning of warnings()) {
+            assert.equal(warning.level, 40);
+            assert.match(warning.reason, /127\.0\.0\.1 is not a public address \(loopback\)/);
+          }
         } finally {
           await receiver.close();
         }
