@@ -1,5 +1,6 @@
-import { randomPoolBytes } from './random-pool.js';
+import { HttpError } from '../errors.js';
 import type { Precondition } from '../storage/types.js';
+import { randomPoolBytes } from './random-pool.js';
 
 /**
  * A plant's strong ETag is its revision: a random 63-bit number drawn anew at every change, so
@@ -21,9 +22,21 @@ function entityTags(header: string): '*' | { tag: string; weak: boolean }[] {
   return [...header.matchAll(/(W\/)?("[^"]*")/g)].map((m) => ({ tag: m[2]!, weak: m[1] !== undefined }));
 }
 
+/**
+ * `*` or a comma-separated list of entity tags (RFC 9110 §8.8.3 and §13.1.1: empty list elements
+ * allowed, a tag's characters `!` and `#` to `~` or beyond ASCII). Anything else is a malformed
+ * request (400), not a stale tag: answering 412 would send a client to read the plant again and
+ * retry with the same broken header.
+ */
+const OPAQUE_TAG = '(?:W/)?"[\\x21\\x23-\\x7e\\x80-\\xff]*"';
+const IF_MATCH = new RegExp(`^[\\s,]*(?:\\*|${OPAQUE_TAG}(?:[ \\t]*,(?:[ \\t]*${OPAQUE_TAG})?)*)[\\s,]*$`);
+
 /** If-Match uses the strong comparison: a weak tag never matches. Undefined when there is no header. */
 export function ifMatch(header: string | undefined): Precondition | undefined {
   if (header === undefined) return undefined;
+  if (!IF_MATCH.test(header)) {
+    throw new HttpError(400, 'If-Match must be * or a list of quoted entity tags, as the ETag header gives them');
+  }
   const tags = entityTags(header);
   if (tags === '*') return () => true;
   return (current) => tags.some(({ tag, weak }) => !weak && tag === etagOf(current.revision));

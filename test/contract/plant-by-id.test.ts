@@ -480,6 +480,23 @@ for (const engine of ENGINES) {
       });
     });
 
+    describe('an If-Match that is not * or a list of entity tags is a 400 naming If-Match', () => {
+      it('refuses unquoted and broken tags on PATCH and DELETE, changing nothing', async () => {
+        const { id, etag } = await plant('Malformed', 'kept');
+        for (const header of ["55'", 'abc', etag.slice(1), `${etag} "b"`, `*, ${etag}`]) {
+          assertError(await patch(id, { tag: 'x' }, { 'if-match': header }), 400, /If-Match/);
+          assertError(await remove(id, { 'if-match': header }), 400, /If-Match/);
+        }
+        assert.deepEqual(await current(id), { status: 200, body: { name: 'Malformed', tag: 'kept' }, etag });
+      });
+
+      it('takes lists with spaces and empty elements, and weak tags (which never match)', async () => {
+        const { id, etag } = await plant('Well formed');
+        assertError(await patch(id, { tag: 'x' }, { 'if-match': ' "nope" , , W/"old" ' }), 412);
+        assert.equal((await patch(id, { tag: 'y' }, { 'if-match': `"nope", ${etag},` })).status, 200);
+      });
+    });
+
     describe('a deleted id is free again: a later create with it makes a new plant', () => {
       it('creates a different plant under the id, with a new ETag', async () => {
         const { id, etag } = await plant('First life', 'old');
