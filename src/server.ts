@@ -5,6 +5,7 @@ import { issueFirstToken } from './auth/api-tokens.js';
 import type { Config } from './config.js';
 import { answerMetricCollections } from './ops/cluster-metrics.js';
 import { announceFirstToken, baseUrl, FIRST_TOKEN_LOGGED } from './ops/first-token.js';
+import { logStart } from './ops/start-line.js';
 import { supervise } from './ops/supervisor.js';
 import { startTracing, tracesWanted } from './ops/tracing.js';
 import { openStorage } from './storage/open.js';
@@ -45,6 +46,7 @@ async function serveHere(config: Config, store: Storage, firstToken: string | nu
     process.on('SIGINT', () => {}); // see `skip` above
     answerMetricCollections();
   }
+  if (!worker) logStart(app.log, config); // with --workers, the primary says it once
   if (firstToken !== null) app.log.info({ account: 'default' }, FIRST_TOKEN_LOGGED);
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();

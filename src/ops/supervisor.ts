@@ -3,6 +3,7 @@ import pino from 'pino';
 import { BAD_SETTING_EXIT, type Config } from '../config.js';
 import { aggregateWorkerMetrics } from './cluster-metrics.js';
 import { announceFirstToken, baseUrl, FIRST_TOKEN_LOGGED } from './first-token.js';
+import { logStart } from './start-line.js';
 
 const RESTART_DELAY_MS = 1_000;
 
@@ -15,6 +16,7 @@ const RESTART_DELAY_MS = 1_000;
  */
 export async function supervise(config: Config, prepareStore: () => Promise<string | null>) {
   const log = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: true }));
+  logStart(log, config);
   const firstToken = await prepareStore();
   if (firstToken !== null) log.info({ account: 'default' }, FIRST_TOKEN_LOGGED);
   aggregateWorkerMetrics();
