@@ -4,6 +4,7 @@ import { backupCommand } from './cli/backup-command.js';
 import { copyCommand } from './cli/copy-command.js';
 import { tokenCommand } from './cli/token-commands.js';
 import { BAD_SETTING_EXIT, ConfigError, checkConfig, serverSettings, toOption, type Config } from './config.js';
+import { VERSION } from './version.js';
 
 /** Listening failures that mean --host/--port cannot work here: a bad setting too. */
 const BAD_ADDRESS_CODES = new Set(['EADDRINUSE', 'EADDRNOTAVAIL', 'EACCES', 'ENOTFOUND', 'EAI_AGAIN']);
@@ -13,10 +14,26 @@ function forEachCommand(command: Command, apply: (command: Command) => void) {
   for (const sub of command.commands) forEachCommand(sub, apply);
 }
 
+/**
+ * Traces are set by OpenTelemetry's own environment variables (no flags: the SDK reads them), so
+ * --help names them here; docs/operating.md#traces says what each does.
+ */
+const TRACES_HELP = `
+Traces (environment variables only, the OpenTelemetry SDK's own; off unless an endpoint is set):
+  OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT   OTLP/HTTP receiver (turns traces on)
+  OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL   http/json only
+  OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TRACES_HEADERS     key=value,... sent with each export
+  OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_EXPORTER_OTLP_COMPRESSION        milliseconds per export; gzip
+  OTEL_EXPORTER_OTLP_CERTIFICATE, OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE, OTEL_EXPORTER_OTLP_CLIENT_KEY
+  OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES                        service.name (plant-store), more attributes
+  OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG                      e.g. parentbased_traceidratio and 0.1
+  OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE, OTEL_BSP_EXPORT_TIMEOUT
+  OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none               traces off although an endpoint is set`;
+
 function program(): Command {
-  const root = new Command('plant-store').description(
-    'The OpenAPI Plant Store service. Flags win over environment variables.',
-  );
+  const root = new Command('plant-store')
+    .description('The OpenAPI Plant Store service. Flags win over environment variables.')
+    .version(VERSION, '-V, --version', 'print the version and exit');
 
   const serveCommand = new Command('serve').description('run the HTTP server (the default command)');
   for (const spec of Object.values(serverSettings)) serveCommand.addOption(toOption(spec));
@@ -28,7 +45,11 @@ function program(): Command {
   });
 
   root.addCommand(serveCommand, { isDefault: true });
-  root.addHelpText('after', () => `\nSettings of serve (the default command):\n${serveCommand.helpInformation()}`);
+  serveCommand.addHelpText('after', TRACES_HELP);
+  root.addHelpText(
+    'after',
+    () => `\nSettings of serve (the default command):\n${serveCommand.helpInformation()}${TRACES_HELP}`,
+  );
   root.addCommand(tokenCommand());
   root.addCommand(copyCommand());
   root.addCommand(backupCommand());

@@ -38,9 +38,14 @@ async function backup(path: string, options: { database: string }) {
 }
 
 export function backupCommand(): Command {
-  return new Command('backup')
-    .description('take a consistent copy of a SQLite store, also while the server runs (PostgreSQL: use pg_dump)')
-    .argument('<path>', 'file to write; must not exist yet')
-    .addOption(toOption(databaseSetting))
-    .action(backup);
+  return (
+    new Command('backup')
+      .description('take a consistent copy of a SQLite store, also while the server runs (PostgreSQL: use pg_dump)')
+      .argument('<path>', 'file to write; must not exist yet')
+      // Not the server's help text, which offers postgres://: backup refuses it (pg_dump does it better).
+      .addOption(
+        toOption({ ...databaseSetting, help: 'the SQLite store to copy: sqlite:PATH (PostgreSQL: use pg_dump)' }),
+      )
+      .action(backup)
+  );
 }

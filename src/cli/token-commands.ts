@@ -73,7 +73,9 @@ export function tokenCommand(): Command {
 
   token
     .command('list')
-    .description('list tokens: id, account, scopes, creation and expiry (never a secret)')
+    .description(
+      'list tokens: id, account, scopes, creation, expiry and revocation (REVOKED: when, or - if not), never a secret',
+    )
     .option('--account <name>', 'only this account', parseAccount)
     .option('--json', 'print a JSON array')
     .addOption(toOption(databaseSetting))
@@ -90,12 +92,26 @@ export function tokenCommand(): Command {
 
   token
     .command('revoke')
-    .description('revoke a token by its id; every server refuses it within 1 second')
+    .description(
+      'revoke a token by its id; every server refuses it within 1 second. An unknown id, or a token already revoked, exits 1',
+    )
     .argument('<id>', 'the id shown by token create --json or token list')
     .addOption(toOption(databaseSetting))
     .action(async (id: string, options: { database: string }) => {
-      const found = await withStorage(options.database, (s) => s.revokeToken(id, new Date()));
-      if (!found) {
+      const outcome = await withStorage(options.database, async (s) => {
+        // Told apart so that a script learns its revocation did not happen now (exit 1 either way).
+        const earlier = (await s.listTokens()).find((record) => record.id === id)?.revokedAt;
+        if (earlier) return { revokedBefore: earlier };
+        return (await s.revokeToken(id, new Date())) ? 'revoked' : 'unknown';
+      });
+      if (typeof outcome === 'object') {
+        process.stderr.write(
+          `plant-store: token ${id} was already revoked, at ${outcome.revokedBefore.toISOString()}\n`,
+        );
+        process.exitCode = 1;
+        return;
+      }
+      if (outcome === 'unknown') {
         // A secret pasted by mistake is not echoed: standard error ends up in logs too.
         const what = id.startsWith(TOKEN_PREFIX) ? 'that id (that is a secret: pass the tok_... id)' : `id ${id}`;
         process.stderr.write(`plant-store: no token with ${what}\n`);

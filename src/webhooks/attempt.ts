@@ -53,8 +53,7 @@ export function attempt(
 ): Promise<AttemptResult> {
   const url = new URL(target);
   const refused = guard.refusalOfUrl(url);
-  if (refused !== null)
-    return Promise.resolve({ status: null, error: NOT_ALLOWED + refused, retryAfterMs: null });
+  if (refused !== null) return Promise.resolve({ status: null, error: NOT_ALLOWED + refused, retryAfterMs: null });
 
   return new Promise((resolve) => {
     const client = url.protocol === 'https:' ? https : http;

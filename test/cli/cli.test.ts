@@ -85,7 +85,7 @@ for (const engine of ENGINES) {
       });
     });
 
-    describe('token revoke takes the id; an unknown id fails', () => {
+    describe('token revoke takes the id; an unknown id, or a token already revoked, fails (exit 1)', () => {
       it('revokes and reports unknown ids', async () => {
         await withFreshStore(engine, async (url) => {
           const created = JSON.parse(runCli(['token', 'create', '--account', 'c', '--json', '--database', url]).stdout);
@@ -93,6 +93,21 @@ for (const engine of ENGINES) {
           const [row] = JSON.parse(runCli(['token', 'list', '--json', '--database', url]).stdout);
           assert.ok(row.revokedAt);
           assert.equal(runCli(['token', 'revoke', 'tok_nope', '--database', url]).status, 1);
+        });
+      });
+      it('says a token was already revoked, and when, keeping the first revocation', async () => {
+        await withFreshStore(engine, async (url) => {
+          const created = JSON.parse(runCli(['token', 'create', '--account', 'd', '--json', '--database', url]).stdout);
+          const first = runCli(['token', 'revoke', created.id, '--database', url]);
+          assert.equal(first.status, 0, first.stderr);
+          assert.equal(first.stdout, `revoked ${created.id}\n`);
+          const [row] = JSON.parse(runCli(['token', 'list', '--json', '--database', url]).stdout);
+          const again = runCli(['token', 'revoke', created.id, '--database', url]);
+          assert.equal(again.status, 1);
+          assert.equal(again.stdout, '');
+          assert.equal(again.stderr, `plant-store: token ${created.id} was already revoked, at ${row.revokedAt}\n`);
+          const [after] = JSON.parse(runCli(['token', 'list', '--json', '--database', url]).stdout);
+          assert.equal(after.revokedAt, row.revokedAt);
         });
       });
     });
@@ -171,11 +186,11 @@ describe('plant-store serve settings', () => {
         assert.ok(rootHelp.stdout.includes(spec.env), spec.env);
       }
     });
-    it('the README documents each of them', () => {
-      const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    it('the settings table of docs/operating.md documents each of them', () => {
+      const manual = readFileSync(new URL('../../docs/operating.md', import.meta.url), 'utf8');
       for (const spec of Object.values(serverSettings)) {
-        assert.ok(readme.includes(`\`${spec.flag}\``), `README lacks ${spec.flag}`);
-        assert.ok(readme.includes(`\`${spec.env}\``), `README lacks ${spec.env}`);
+        assert.ok(manual.includes(`\`${spec.flag}\``), `docs/operating.md lacks ${spec.flag}`);
+        assert.ok(manual.includes(`\`${spec.env}\``), `docs/operating.md lacks ${spec.env}`);
       }
     });
   });

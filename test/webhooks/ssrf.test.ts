@@ -116,13 +116,19 @@ for (const engine of ENGINES) {
             });
           }
           const warnings = () =>
-            s.server!.stdout()
+            s
+              .server!.stdout()
               .split('\n')
               .filter((line) => line.includes('its address is not allowed'))
               .map((line) => JSON.parse(line) as { level: number; endpointId: string; reason: string });
           await eventually('the warnings in the log', async () => (warnings().length >= 2 ? true : undefined));
           await new Promise((resolve) => setTimeout(resolve, 300)); // the log is written every 100 ms
-          assert.deepEqual(warnings().map((w) => w.endpointId).sort(), [...ids].sort());
+          assert.deepEqual(
+            warnings()
+              .map((w) => w.endpointId)
+              .sort(),
+            [...ids].sort(),
+          );
           for (const warning of warnings()) {
             assert.equal(warning.level, 40);
             assert.match(warning.reason, /127\.0\.0\.1 is not a public address \(loopback\)/);
