@@ -101,11 +101,21 @@ export type PlantIdParams = Static<typeof PlantIdParams>;
  * and generated clients) can send them. Any entity-tag list is accepted: one that matches nothing
  * is a 412 (If-Match) or a full answer (If-None-Match), not a bad request.
  */
+/**
+ * If-Match as RFC 9110 has it (§13.1.1, §8.8.3): `*`, or a comma-separated list of entity tags
+ * (empty list elements allowed; a tag's characters `!`, `#` to `~`, or beyond ASCII).
+ */
+const OPAQUE_TAG = '(?:W/)?"[\\x21\\x23-\\x7e\\x80-\\xff]*"';
+export const IF_MATCH_PATTERN = `^[\\s,]*(?:\\*|${OPAQUE_TAG}(?:[ \\t]*,(?:[ \\t]*${OPAQUE_TAG})?)*)[\\s,]*$`;
+
 export const IfMatchHeaders = Type.Object(
   {
     'if-match': Type.Optional(
       Type.String({
-        description: 'Change the plant only if its current ETag is one of these (or *); else 412 and nothing changes',
+        pattern: IF_MATCH_PATTERN,
+        description:
+          'Change the plant only if its current ETag is one of these (or *); else 412 and nothing changes. ' +
+          'A value that is not * or a list of quoted entity tags is a 400 naming If-Match',
         examples: ['"1b8nxygd0dn5f"'],
       }),
     ),

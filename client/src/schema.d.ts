@@ -221,7 +221,7 @@ export interface paths {
     put?: never;
     /**
      * Sends the failed events of a time window again
-     * @description Needs webhooks:manage. After a receiver's outage: every failed event of this endpoint that happened in [since, until) is queued again, as it was, with its original webhook-id, and a fresh retry schedule.
+     * @description Needs webhooks:manage. After a receiver's outage: every failed event of this endpoint that happened in [since, until) is queued again, as it was, with its original webhook-id, and a fresh retry schedule. until, when given, must be later than since (else 400 naming until).
      */
     post: operations['recoverWebhookDeliveries'];
     delete?: never;
@@ -316,7 +316,10 @@ export interface components {
     WebhookEndpoint: {
       /** @description The endpoint id (ep_...) */
       id: string;
-      /** @description Where events are POSTed: https, at most 2048 characters, no credentials, no spaces or control characters, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused) */
+      /**
+       * Format: uri
+       * @description Where events are POSTed: an absolute https URL (http too only while the server runs with --webhook-allow-private, for development), at most 2048 characters, no credentials, no spaces or control characters, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused)
+       */
       url: string;
       /** @description The event types sent to this endpoint; plant.created (the sample's "newPlant") by default */
       events: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
@@ -346,7 +349,10 @@ export interface components {
     WebhookEndpointWithSecret: {
       /** @description The endpoint id (ep_...) */
       id: string;
-      /** @description Where events are POSTed: https, at most 2048 characters, no credentials, no spaces or control characters, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused) */
+      /**
+       * Format: uri
+       * @description Where events are POSTed: an absolute https URL (http too only while the server runs with --webhook-allow-private, for development), at most 2048 characters, no credentials, no spaces or control characters, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused)
+       */
       url: string;
       /** @description The event types sent to this endpoint; plant.created (the sample's "newPlant") by default */
       events: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
@@ -373,7 +379,10 @@ export interface components {
      *     }
      */
     NewWebhookEndpoint: {
-      /** @description Where events are POSTed: https, at most 2048 characters, no credentials, no spaces or control characters, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused) */
+      /**
+       * Format: uri
+       * @description Where events are POSTed: an absolute https URL (http too only while the server runs with --webhook-allow-private, for development), at most 2048 characters, no credentials, no spaces or control characters, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused)
+       */
       url: string;
       /** @description The event types sent to this endpoint; plant.created (the sample's "newPlant") by default */
       events?: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
@@ -391,7 +400,10 @@ export interface components {
      *     }
      */
     WebhookEndpointPatch: {
-      /** @description Where events are POSTed: https, at most 2048 characters, no credentials, no spaces or control characters, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused) */
+      /**
+       * Format: uri
+       * @description Where events are POSTed: an absolute https URL (http too only while the server runs with --webhook-allow-private, for development), at most 2048 characters, no credentials, no spaces or control characters, a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused)
+       */
       url?: string;
       /** @description The event types sent to this endpoint; plant.created (the sample's "newPlant") by default */
       events?: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
@@ -451,7 +463,7 @@ export interface components {
       since: string;
       /**
        * Format: date-time
-       * @description End of the window (RFC 3339), exclusive; now when absent
+       * @description End of the window (RFC 3339), exclusive; now when absent. Must be later than since, else 400
        */
       until?: string;
     } & {
@@ -935,7 +947,7 @@ export interface operations {
       query?: never;
       header?: {
         /**
-         * @description Change the plant only if its current ETag is one of these (or *); else 412 and nothing changes
+         * @description Change the plant only if its current ETag is one of these (or *); else 412 and nothing changes. A value that is not * or a list of quoted entity tags is a 400 naming If-Match
          * @example "1b8nxygd0dn5f"
          */
         'if-match'?: string;
@@ -972,7 +984,7 @@ export interface operations {
       query?: never;
       header?: {
         /**
-         * @description Change the plant only if its current ETag is one of these (or *); else 412 and nothing changes
+         * @description Change the plant only if its current ETag is one of these (or *); else 412 and nothing changes. A value that is not * or a list of quoted entity tags is a 400 naming If-Match
          * @example "1b8nxygd0dn5f"
          */
         'if-match'?: string;

@@ -1,4 +1,5 @@
 import { HttpError } from '../errors.js';
+import { IF_MATCH_PATTERN } from '../schemas.js';
 import type { Precondition } from '../storage/types.js';
 import { randomPoolBytes } from './random-pool.js';
 
@@ -23,13 +24,10 @@ function entityTags(header: string): '*' | { tag: string; weak: boolean }[] {
 }
 
 /**
- * `*` or a comma-separated list of entity tags (RFC 9110 §8.8.3 and §13.1.1: empty list elements
- * allowed, a tag's characters `!` and `#` to `~` or beyond ASCII). Anything else is a malformed
- * request (400), not a stale tag: answering 412 would send a client to read the plant again and
- * retry with the same broken header.
+ * Anything but IF_MATCH_PATTERN is a malformed request (400), not a stale tag: answering 412 would
+ * send a client to read the plant again and retry with the same broken header.
  */
-const OPAQUE_TAG = '(?:W/)?"[\\x21\\x23-\\x7e\\x80-\\xff]*"';
-const IF_MATCH = new RegExp(`^[\\s,]*(?:\\*|${OPAQUE_TAG}(?:[ \\t]*,(?:[ \\t]*${OPAQUE_TAG})?)*)[\\s,]*$`);
+const IF_MATCH = new RegExp(IF_MATCH_PATTERN);
 
 /** If-Match uses the strong comparison: a weak tag never matches. Undefined when there is no header. */
 export function ifMatch(header: string | undefined): Precondition | undefined {

@@ -179,7 +179,8 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
         summary: 'Sends the failed events of a time window again',
         description:
           "Needs webhooks:manage. After a receiver's outage: every failed event of this endpoint that happened in " +
-          '[since, until) is queued again, as it was, with its original webhook-id, and a fresh retry schedule.',
+          '[since, until) is queued again, as it was, with its original webhook-id, and a fresh retry schedule. ' +
+          'until, when given, must be later than since (else 400 naming until).',
         params: WebhookIdParams,
         body: RecoverRequest,
         response: {

@@ -9,12 +9,18 @@ export const EVENT_TYPES: readonly PlantEventType[] = ['plant.created', 'plant.u
 export const DELIVERY_STATES: readonly DeliveryState[] = ['pending', 'delivered', 'failed'];
 export const DELIVERIES_LIMIT = { default: 100, max: 1000 } as const;
 
+/** What an endpoint id looks like (`ep_` and base64url), declared so that clients and testers can tell. */
+export const ENDPOINT_ID_PATTERN = '^ep_[A-Za-z0-9_-]{1,64}$';
+const EndpointId = Type.String({ pattern: ENDPOINT_ID_PATTERN, description: 'The endpoint id (ep_...)' });
+
 const EventType = Type.Unsafe<PlantEventType>({ type: 'string', enum: [...EVENT_TYPES] });
 const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
 const Url = Type.String({
+  format: 'uri',
   maxLength: MAX_URL_LENGTH,
   description:
-    'Where events are POSTed: https, at most 2048 characters, no credentials, no spaces or control characters, ' +
+    'Where events are POSTed: an absolute https URL (http too only while the server runs with ' +
+    '--webhook-allow-private, for development), at most 2048 characters, no credentials, no spaces or control characters, ' +
     'a host that resolves only to public addresses (loopback, private, link-local, CGNAT, unspecified and multicast addresses are refused)',
 });
 const Events = Type.Array(EventType, {
@@ -24,7 +30,7 @@ const Events = Type.Array(EventType, {
 const Description = Type.String({ maxLength: LIMITS.textLength, description: 'A note for people; empty by default' });
 
 const endpointFields = {
-  id: Type.String({ description: 'The endpoint id (ep_...)' }),
+  id: EndpointId,
   url: Url,
   events: Events,
   description: Description,
@@ -99,10 +105,7 @@ export const WebhookEndpointPatch = Type.Object(
 );
 export type WebhookEndpointPatch = Static<typeof WebhookEndpointPatch>;
 
-export const WebhookIdParams = Type.Object(
-  { id: Type.String({ description: 'The endpoint id (ep_...)' }) },
-  { $id: 'WebhookIdParams' },
-);
+export const WebhookIdParams = Type.Object({ id: EndpointId }, { $id: 'WebhookIdParams' });
 export type WebhookIdParams = Static<typeof WebhookIdParams>;
 
 export const DeliveriesQuery = Type.Object(
@@ -166,7 +169,9 @@ export const WebhookDeliveries = Type.Array(Type.Ref(WebhookDelivery), { example
 export const RecoverRequest = Type.Object(
   {
     since: Timestamp('Start of the window (RFC 3339), inclusive'),
-    until: Type.Optional(Timestamp('End of the window (RFC 3339), exclusive; now when absent')),
+    until: Type.Optional(
+      Timestamp('End of the window (RFC 3339), exclusive; now when absent. Must be later than since, else 400'),
+    ),
   },
   { $id: 'RecoverRequest', additionalProperties: true, examples: [{ since: '2026-11-23T08:00:00Z' }] },
 );

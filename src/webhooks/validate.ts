@@ -4,6 +4,7 @@ import type { PlantEventType } from '../storage/types.js';
 import { MAX_URL_LENGTH } from './address-guard.js';
 import {
   DELIVERIES_LIMIT,
+  ENDPOINT_ID_PATTERN,
   EVENT_TYPES,
   type DeliveriesQuery,
   type NewWebhookEndpoint,
@@ -89,7 +90,7 @@ export function validateWebhookEndpointPatch(body: unknown): WebhookEndpointPatc
   return patch;
 }
 
-const ENDPOINT_ID = /^ep_[\w-]{1,64}$/;
+const ENDPOINT_ID = new RegExp(ENDPOINT_ID_PATTERN);
 
 export function validateWebhookIdParams(params: unknown): WebhookIdParams {
   const id = (params as { id?: unknown } | null)?.id;

@@ -72,6 +72,26 @@ describe('GET /openapi.json and /openapi.yaml: the OpenAPI 3.0.1 document', () =
     });
   });
 
+  describe('declares the If-Match it accepts: * or a list of entity tags, anything else a 400', () => {
+    it("gives If-Match of updatePlant and deletePlant a pattern that ETags match and 55' does not", async () => {
+      const document = (await call(`${s.url}/openapi.json`)).json as {
+        paths: Record<
+          string,
+          Record<string, { parameters: Array<{ name: string; in: string; schema: { pattern?: string } }> }>
+        >;
+      };
+      for (const method of ['patch', 'delete']) {
+        const header = document.paths['/plants/{id}']![method]!.parameters.find(
+          (p) => p.in === 'header' && p.name.toLowerCase() === 'if-match',
+        );
+        assert.ok(header?.schema.pattern, method);
+        const pattern = new RegExp(header.schema.pattern);
+        for (const good of ['*', '"2kx9f3q1m7v0a"', 'W/"a"', '"a", "b"']) assert.match(good, pattern, good);
+        for (const bad of ["55'", 'abc', '"unclosed', '*, "a"']) assert.doesNotMatch(bad, pattern, bad);
+      }
+    });
+  });
+
   describe('GET /docs is an interactive reference served by the package itself', () => {
     it('references only local scripts and styles, and serves them', async () => {
       const page = await call(`${s.url}/docs/`);

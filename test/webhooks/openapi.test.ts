@@ -4,6 +4,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { sqlite } from '../helpers/engines.js';
 import { call } from '../helpers/http.js';
 import { realServer } from '../helpers/suite.js';
+import { createWebhook } from './support.js';
 
 interface Operation {
   operationId?: string;
@@ -45,6 +46,80 @@ describe('the served document describes the webhooks', () => {
       }
       for (const shape of ['WebhookEndpoint', 'WebhookEndpointWithSecret', 'WebhookDelivery', 'NewWebhookEndpoint']) {
         assert.ok(document.components.schemas[shape], shape);
+      }
+    });
+  });
+
+  describe('declares what the server accepts: the {id} pattern, the url format, the recover window', () => {
+    type Schema = { pattern?: string; format?: string; maxLength?: number; description?: string };
+    const schemas = async () => {
+      const document = (await call(`${s.url}/openapi.json`)).json as Document;
+      return {
+        document,
+        schemas: document.components.schemas as Record<string, { properties: Record<string, Schema> }>,
+      };
+    };
+
+    it('gives every webhook {id} the pattern of endpoint ids: matching ids are looked up, others are a 400', async () => {
+      const { document } = await schemas();
+      const patterns = new Set<string>();
+      for (const [path, operations] of Object.entries(document.paths).filter(([path]) =>
+        path.includes('/webhooks/{id}'),
+      ))
+        for (const [method, operation] of Object.entries(operations)) {
+          const id = (operation.parameters as Array<{ name: string; in: string; schema: Schema }>).find(
+            (p) => p.in === 'path' && p.name === 'id',
+          );
+          assert.ok(id?.schema.pattern, `${method} ${path}`);
+          patterns.add(id.schema.pattern);
+        }
+      assert.equal(patterns.size, 1);
+      const pattern = new RegExp([...patterns][0]!);
+      const created = await createWebhook(s.url, s.token, { url: 'https://93.184.215.14/hook' });
+      const realId = (created.json as { id: string }).id;
+      assert.match(realId, pattern);
+      for (const id of ['0', 'ep_', 'ep_has space', `ep_${'a'.repeat(65)}`]) {
+        assert.doesNotMatch(id, pattern);
+        const reply = await call(`${s.url}/webhooks/${encodeURIComponent(id)}`, { token: s.token });
+        assert.equal(reply.status, 400, id);
+        assert.match((reply.json as { message: string }).message, /^id /);
+      }
+      for (const id of ['ep_unknown', `ep_${'a'.repeat(64)}`]) {
+        assert.match(id, pattern);
+        assert.equal((await call(`${s.url}/webhooks/${id}`, { token: s.token })).status, 404, id);
+      }
+    });
+
+    it('declares url as format uri, at most 2048 characters, https unless --webhook-allow-private', async () => {
+      const { schemas: all } = await schemas();
+      for (const shape of ['NewWebhookEndpoint', 'WebhookEndpointPatch', 'WebhookEndpoint']) {
+        const url = all[shape]!.properties.url!;
+        assert.equal(url.format, 'uri', shape);
+        assert.equal(url.maxLength, 2048, shape);
+        assert.match(url.description!, /absolute https URL.*--webhook-allow-private/, shape);
+      }
+      const relative = await createWebhook(s.url, s.token, { url: '/hooks/plants' });
+      assert.equal(relative.status, 400);
+      assert.match((relative.json as { message: string }).message, /^url /);
+    });
+
+    it('states that until must be later than since, as the server holds it', async () => {
+      const { document, schemas: all } = await schemas();
+      assert.match(all.RecoverRequest!.properties.until!.description!, /later than since/);
+      const operation = document.paths['/webhooks/{id}/recover']!.post! as Operation & { description: string };
+      assert.match(operation.description, /until, when given, must be later than since/);
+      const endpoint = (await createWebhook(s.url, s.token, { url: 'https://93.184.215.14/hook' })).json as {
+        id: string;
+      };
+      for (const until of ['2026-11-23T08:00:00Z', '2026-11-23T07:00:00Z']) {
+        const reply = await call(`${s.url}/webhooks/${endpoint.id}/recover`, {
+          method: 'POST',
+          token: s.token,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ since: '2026-11-23T08:00:00Z', until }),
+        });
+        assert.equal(reply.status, 400, until);
+        assert.match((reply.json as { message: string }).message, /^until /);
       }
     });
   });
