@@ -6,6 +6,7 @@ import { errorResponses, TAGS } from '../http/openapi.js';
 import type { Storage } from '../storage/types.js';
 import { metricsText } from './cluster-metrics.js';
 import { registry } from './metrics.js';
+import { PROBE_ROUTE } from './observability.js';
 
 const Status = Type.Object({ status: Type.String() }, { description: 'OK' });
 const METRICS_EXAMPLE =
@@ -19,6 +20,7 @@ async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storag
   app.get(
     '/healthz',
     {
+      config: PROBE_ROUTE,
       schema: {
         ...open,
         operationId: 'checkLiveness',
@@ -34,6 +36,7 @@ async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storag
   app.get(
     '/readyz',
     {
+      config: PROBE_ROUTE,
       schema: {
         ...open,
         operationId: 'checkReadiness',
@@ -58,6 +61,7 @@ async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storag
   app.get(
     '/metrics',
     {
+      config: PROBE_ROUTE,
       schema: {
         ...open,
         operationId: 'getMetrics',

@@ -6,11 +6,22 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify
 import { httpDuration } from './metrics.js';
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The request line of this route is logged at debug, not info (see PROBE_ROUTE). */
+    probe?: boolean;
+  }
   interface FastifyRequest {
     /** The route to count a request under when Fastify matched none: a 405 names its path's route. */
     metricsRoute: string | null;
   }
 }
+
+/**
+ * Route config of /healthz, /readyz and /metrics: probes and scrapes come every few seconds from
+ * machines, and at info their lines would drown the requests of people; at debug they are there
+ * when wanted.
+ */
+export const PROBE_ROUTE = { probe: true };
 
 const CLIENT_REQUEST_ID = /^[\w.:@-]{1,128}$/;
 
@@ -101,6 +112,7 @@ export interface ObservabilityOptions {
 }
 
 const INFO = 30;
+const DEBUG = 20;
 /** Characters JSON escapes (and lone surrogates): a string without them is quoted as it is, as pino does. */
 const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/;
 const json = (text: string) => (NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`);
@@ -114,6 +126,7 @@ const json = (text: string) => (NEEDS_ESCAPE.test(text) ? JSON.stringify(text) :
  */
 function requestLine(
   base: string,
+  level: number,
   request: FastifyRequest,
   route: string,
   status: number,
@@ -122,7 +135,7 @@ function requestLine(
 ) {
   const account = request.caller?.account;
   return (
-    `{"level":${INFO},"time":${Date.now()},${base},"reqId":${json(request.id)},"method":"${request.method}"` +
+    `{"level":${level},"time":${Date.now()},${base},"reqId":${json(request.id)},"method":"${request.method}"` +
     `,"route":${json(route)},"url":${json(loggableUrl(request.url))},"status":${status}` +
     (account === undefined ? '' : `,"account":${json(account)}`) +
     `,"durationMs":${durationMs}` +
@@ -139,6 +152,7 @@ async function observabilityPlugin(app: FastifyInstance, { traceIdOf }: Observab
   // the request lines keep their order among the other lines.
   const destination = (app.log as unknown as Record<symbol, { write(line: string): unknown }>)[pino.symbols.streamSym]!;
   const logRequests = (app.log as pino.Logger).isLevelEnabled('info');
+  const logProbes = (app.log as pino.Logger).isLevelEnabled('debug');
   const base = `"pid":${process.pid},"hostname":${json(hostname())}`;
 
   // Callback-style hooks: an async hook costs a promise and a microtask on every request.
@@ -150,9 +164,11 @@ async function observabilityPlugin(app: FastifyInstance, { traceIdOf }: Observab
     const route = routeLabel(request);
     const elapsedMs = reply.elapsedTime;
     httpDuration.of(request.method, route, String(reply.statusCode)).observe(elapsedMs / 1000);
-    if (logRequests) {
+    const probe = request.routeOptions.config?.probe === true;
+    if (probe ? logProbes : logRequests) {
       const durationMs = Math.round(elapsedMs * 100) / 100;
-      destination.write(requestLine(base, request, route, reply.statusCode, durationMs, traceIdOf?.(request)));
+      const level = probe ? DEBUG : INFO;
+      destination.write(requestLine(base, level, request, route, reply.statusCode, durationMs, traceIdOf?.(request)));
     }
     done();
   });

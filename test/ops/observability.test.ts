@@ -39,7 +39,7 @@ describe('logs: one JSON line per request, tokens never logged', () => {
 
   it('writes the request line as pino would: level, time, pid, hostname, then the fields and msg', async () => {
     const before = t.logs.length;
-    await t.app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'shape-1' } });
+    await t.app.inject({ method: 'GET', url: '/openapi.json', headers: { 'x-request-id': 'shape-1' } });
     const line = t.logs.slice(before).find((l) => l.includes('"shape-1"'))!;
     assert.deepEqual(Object.keys(JSON.parse(line)), [
       'level',
@@ -95,6 +95,36 @@ describe('logs: one JSON line per request, tokens never logged', () => {
     assert.ok(!all.includes(token));
     assert.ok(!all.includes(bogus));
     assert.doesNotMatch(all, /authorization/i);
+  });
+});
+
+describe('probes and scrapes (/healthz, /readyz, /metrics) are logged at debug, not info', () => {
+  const probes = ['/healthz', '/readyz', '/metrics'];
+
+  it('leaves them out of the log at info, and logs the other requests', async () => {
+    const t = await testApp(sqlite, { logLevel: 'info' });
+    try {
+      for (const url of [...probes, '/openapi.json']) assert.equal((await t.app.inject({ url })).statusCode, 200, url);
+      assert.deepEqual(
+        requestLines(t.logs).map((line) => line.route),
+        ['/openapi.json'],
+      );
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('logs them at level debug (20) with --log-level debug, the others still at info (30)', async () => {
+    const t = await testApp(sqlite, { logLevel: 'debug' });
+    try {
+      for (const url of [...probes, '/openapi.json']) await t.app.inject({ url });
+      assert.deepEqual(
+        requestLines(t.logs).map((line) => [line.route, line.level]),
+        [...probes.map((route) => [route, 20]), ['/openapi.json', 30]],
+      );
+    } finally {
+      await t.close();
+    }
   });
 });
 

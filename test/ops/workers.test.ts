@@ -44,7 +44,8 @@ describe('--workers 2: two processes serve one port on one SQLite store', () => 
   let server: RunningServer;
   before(async () => {
     store = await sqlite.fresh();
-    server = await startServer({ database: store.url, args: ['--workers', '2'] });
+    // At debug, so that the request lines of /healthz (a probe, logged at debug) tell the workers apart.
+    server = await startServer({ database: store.url, args: ['--workers', '2', '--log-level', 'debug'] });
     // Both workers print "listening"; wait until both are up.
     for (let i = 0; i < 100 && (server.output().match(/Server listening/g) ?? []).length < 2; i++) await sleep(50);
   });
