@@ -22,7 +22,7 @@ import { gracefulStop } from './ops/graceful-stop.js';
 import { health } from './ops/health.js';
 import { LogOutput } from './ops/log-output.js';
 import { lazyChildLogger, observability, requestId } from './ops/observability.js';
-import type { Tracing } from './ops/tracing.js';
+import type { Tracing } from './ops/span-types.js';
 import { plantRoutes } from './plants/routes.js';
 import { PlantService } from './plants/service.js';
 import { LIMITS, sharedSchemas } from './schemas.js';

@@ -4,7 +4,7 @@ import { SCOPES, type Scope } from '../auth/scopes.js';
 import { databaseSetting, toOption } from '../config.js';
 import { openStorage } from '../storage/open.js';
 import type { Storage, TokenRecord } from '../storage/types.js';
-import { parseDuration } from './duration.js';
+import { parseDuration } from '../config/duration.js';
 
 function parseScopes(text: string): Scope[] {
   const scopes = text.split(',').map((s) => s.trim());

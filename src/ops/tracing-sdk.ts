@@ -18,7 +18,8 @@ import { ATTR_DB_OPERATION_NAME, ATTR_DB_SYSTEM_NAME, ATTR_SERVICE_NAME } from '
 import type { FastifyBaseLogger } from 'fastify';
 import fp from 'fastify-plugin';
 import { addRequestSpans, type RequestSpan } from './tracing-requests.js';
-import { traceEndpoint, type SpanAttributes, type SpanHandle, type Tracing } from './tracing.js';
+import { traceEndpoint } from '../config/tracing-env.js';
+import type { SpanAttributes, SpanHandle, Tracing } from './span-types.js';
 
 /** Loaded by tracing.ts only when traces are on: the OpenTelemetry SDK, set up once per process. */
 

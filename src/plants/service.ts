@@ -1,5 +1,6 @@
 import { HttpError } from '../errors.js';
-import { createsAcknowledged, plantsCreated, storageOperation, timed } from '../ops/metrics.js';
+import { createsAcknowledged, plantsCreated, storageOperation } from '../ops/metrics.js';
+import { timed } from '../ops/timed.js';
 import type { NewPlant, Plant, PlantPatch } from '../schemas.js';
 import { groupCommit } from '../storage/group-commit.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, Precondition, Storage, StoredPlant } from '../storage/types.js';
