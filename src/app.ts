@@ -4,6 +4,8 @@ import { apiTokenVerifier } from './auth/api-token-verifier.js';
 import bearer from './auth/bearer.js';
 import { jwtVerifier } from './auth/jwt.js';
 import type { Config } from './config.js';
+import { openApi } from './contract/openapi-document.js';
+import { exactValidatorCompiler } from './contract/validation.js';
 import { errorHandler, frameworkErrorHandler } from './errors.js';
 import {
   clientErrorHandler,
@@ -13,11 +15,9 @@ import {
   requireHostHeader,
 } from './http/client-errors.js';
 import { parseJsonBody, refuseEncodedBody } from './http/json-body.js';
-import { openApi } from './http/openapi-document.js';
 import { rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import { notFoundOrWrongMethod } from './http/routing.js';
-import { exactValidatorCompiler } from './http/validation.js';
 import { gracefulStop } from './ops/graceful-stop.js';
 import { health } from './ops/health.js';
 import { LogOutput } from './ops/log-output.js';

@@ -15,9 +15,10 @@ import {
   PlantPatch,
   Plants,
 } from '../schemas.js';
-import type { StoredPlant } from '../storage/types.js';
+import type { StoredPlant } from '../storage/types/plants.js';
 import { etagOf, ifMatch, notModified } from './etag.js';
-import { toPlant, type Page, type PlantService } from './service.js';
+import type { Page } from './page.js';
+import { toPlant, type PlantService } from './service.js';
 
 const serializePlant = fastJson(Plant);
 

@@ -1,5 +1,5 @@
-import { storageCommits } from '../ops/metrics.js';
-import type { ChangeOutcome, PlantChange, Storage } from './types.js';
+import type { Storage } from './types.js';
+import type { ChangeOutcome, PlantChange } from './types/plants.js';
 
 /** At most this many changes per transaction: one commit never holds the store (or the event loop) for long. */
 const MAX_BATCH = 512;
@@ -23,14 +23,18 @@ interface Pending {
  * Changes apply in the order they arrived, each with its own outcome. Each caller is answered only
  * after the commit that holds its change (and the webhook events it queued) is durable. If a batch
  * fails, its changes are retried one by one, so a change that is valid on its own never fails
- * because of a neighbour. `plant_store_storage_commits_total` counts commits (one sync each).
- * With `enabled` false (`--group-commit off`), every change is its own transaction: the bench's baseline.
+ * because of a neighbour. `onCommit` is told of each commit (one sync each): the caller counts
+ * them; storage knows nothing of metrics. With `enabled` false (`--group-commit off`), every change
+ * is its own transaction: the bench's baseline.
  */
-export function groupCommit(storage: Storage, enabled = true): (change: PlantChange) => Promise<ChangeOutcome> {
+export function groupCommit(
+  storage: Pick<Storage, 'applyChanges'>,
+  { enabled = true, onCommit = () => {} }: { enabled?: boolean; onCommit?: () => void } = {},
+): (change: PlantChange) => Promise<ChangeOutcome> {
   if (!enabled) {
     return async (change) => {
       const [outcome] = await storage.applyChanges([change]);
-      storageCommits.inc();
+      onCommit();
       return outcome!;
     };
   }
@@ -41,7 +45,7 @@ export function groupCommit(storage: Storage, enabled = true): (change: PlantCha
   async function commit(batch: Pending[]) {
     try {
       const outcomes = await storage.applyChanges(batch.map((p) => p.change));
-      storageCommits.inc();
+      onCommit();
       batch.forEach((p, i) => p.resolve(outcomes[i]!));
     } catch (error) {
       if (batch.length === 1) return batch[0]!.reject(error);

@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
-import type { ClaimedDelivery, WebhookStorage } from '../storage/types.js';
-import { endpointKey } from '../storage/webhook-rows.js';
+import type { ClaimedDelivery, WebhookStorage } from '../storage/types/webhooks.js';
 import type { AddressGuard } from './address-guard.js';
 import { attempt, receiverAgents, type ReceiverAgents } from './attempt.js';
+import { EndpointShares } from './fair-share.js';
 import { webhookAttempts } from './metrics.js';
 import { afterAttempt } from './retry.js';
 import { signatureHeader, signingSecrets } from './signer.js';
@@ -28,11 +28,6 @@ const GATHER_MS = 10;
 const PRUNE_EVERY_MS = 60_000;
 /** While the API is busy, one claim (of at most --webhook-concurrency events) per this interval. */
 const BUSY_CLAIM_EVERY_MS = 1_000;
-/**
- * One endpoint's attempts in flight are at most this share of --webhook-concurrency (at least one):
- * a receiver that hangs, with a backlog, holds a quarter of the slots until the timeout, not all.
- */
-const ENDPOINT_SHARE = 1 / 4;
 
 type AttemptResultRow = Parameters<WebhookStorage['recordAttempts']>[1][number];
 
@@ -53,9 +48,8 @@ export const GONE_REASON = 'the receiver answered 410 Gone, so the endpoint was 
 export class Deliverer {
   private readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private readonly inFlight = new Set<Promise<void>>();
-  /** Attempts in flight per endpoint (by `endpointKey`), and how many one endpoint may have. */
-  private readonly inFlightByEndpoint = new Map<string, { account: string; endpointId: string; count: number }>();
-  private readonly perEndpoint: number;
+  /** Attempts in flight per endpoint, and how many one endpoint may have (see fair-share.ts). */
+  private readonly shares: EndpointShares;
   private readonly agents: ReceiverAgents;
   /** Long enough for an attempt (bounded by the timeout) and its result, with room for a busy event loop. */
   private readonly leaseMs: number;
@@ -73,7 +67,7 @@ export class Deliverer {
   ) {
     this.agents = receiverAgents(options.guard);
     this.leaseMs = 2 * options.timeoutMs + 5_000;
-    this.perEndpoint = Math.max(1, Math.floor(options.concurrency * ENDPOINT_SHARE));
+    this.shares = new EndpointShares(options.concurrency);
   }
 
   start() {
@@ -112,10 +106,7 @@ export class Deliverer {
         if (busy) this.lastBusyClaim = Date.now();
         try {
           const now = Date.now();
-          const share = {
-            perEndpoint: this.perEndpoint,
-            busy: [...this.inFlightByEndpoint.values()].filter((e) => e.count >= this.perEndpoint),
-          };
+          const share = this.shares.claimShare(free);
           const leaseUntil = new Date(now + this.leaseMs);
           const due = await this.storage.claimDeliveries(this.owner, new Date(now), leaseUntil, free, share);
           for (const delivery of due) this.track(delivery, this.deliver(delivery));
@@ -147,14 +138,10 @@ export class Deliverer {
   }
 
   private track({ account, endpointId }: ClaimedDelivery, work: Promise<void>) {
-    const key = endpointKey(account, endpointId);
-    const endpoint = this.inFlightByEndpoint.get(key) ?? { account, endpointId, count: 0 };
-    endpoint.count++;
-    this.inFlightByEndpoint.set(key, endpoint);
+    this.shares.track(account, endpointId, work);
     this.inFlight.add(work);
     void work.finally(() => {
       this.inFlight.delete(work);
-      if (--endpoint.count === 0) this.inFlightByEndpoint.delete(key);
       this.wake();
     });
   }

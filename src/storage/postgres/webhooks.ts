@@ -1,6 +1,7 @@
-import type { PlantEventType, WebhookEndpoint, WebhookStorage } from '../types.js';
+import type { PlantEventType } from '../../events/plant-event.js';
+import type { WebhookEndpoint, WebhookStorage } from '../types/webhooks.js';
 import type { Sql, Tx } from './connection.js';
-import { claimWindow, toClaimed, toDelivery, type ClaimRow, type DeliveryRow } from '../webhook-rows.js';
+import { toClaimed, toDelivery, type ClaimRow, type DeliveryRow } from '../webhook-rows.js';
 
 /** postgres.js hands back timestamptz as a Date already. */
 const asDate = (time: Date) => time;
@@ -132,7 +133,7 @@ export function postgresWebhooks(sql: Sql): WebhookStorage {
             AND NOT EXISTS (
               SELECT 1 FROM unnest(${busyAccounts}::text[], ${busyEndpoints}::text[]) AS b(account, endpoint_id)
               WHERE b.account = d.account AND b.endpoint_id = d.endpoint_id)
-          ORDER BY d.next_attempt_at LIMIT ${claimWindow(limit, share)}
+          ORDER BY d.next_attempt_at LIMIT ${share.window}
           FOR UPDATE OF d SKIP LOCKED
         ), ranked AS (
           SELECT account, endpoint_id, event_id, next_attempt_at,

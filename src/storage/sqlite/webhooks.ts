@@ -1,6 +1,8 @@
 import type Database from 'better-sqlite3';
-import type { ClaimShare, PlantEventType, WebhookEndpoint, WebhookStorage } from '../types.js';
-import { claimWindow, fairShare, toClaimed, toDelivery, type ClaimRow, type DeliveryRow } from '../webhook-rows.js';
+import type { PlantEventType } from '../../events/plant-event.js';
+import type { ClaimShare, WebhookEndpoint, WebhookStorage } from '../types/webhooks.js';
+import { toClaimed, toDelivery, type ClaimRow, type DeliveryRow } from '../webhook-rows.js';
+import { firstPerEndpoint } from './claim-share.js';
 import { busyAsJson, notBusy, outboxRows } from './outbox.js';
 
 const msDate = (ms: number) => new Date(ms);
@@ -165,11 +167,10 @@ export function sqliteWebhooks(db: Database.Database, deliveries: Database.Datab
   ]);
   const claim = deliveries.transaction(
     (owner: string, now: number, until: number, limit: number, share: ClaimShare, busy: string) => {
-      const window = claimWindow(limit, share);
       // As many events as this claim may read come out of the outbox first (events are due at once).
-      outboxThere.unpackOldest(window, busy);
-      const due = selectDue.all({ now, busy, window }) as ClaimRow<number>[];
-      const rows = fairShare(due, limit, share.perEndpoint);
+      outboxThere.unpackOldest(share.window, busy);
+      const due = selectDue.all({ now, busy, window: share.window }) as ClaimRow<number>[];
+      const rows = firstPerEndpoint(due, limit, share.perEndpoint);
       for (const row of rows) lease.run(owner, until, row.account, row.endpoint_id, row.event_id);
       return rows;
     },
