@@ -1,4 +1,3 @@
-import { ConfigError } from './config/errors.js';
 import {
   databaseUrl,
   durationWithin,
@@ -191,17 +190,3 @@ export const DEFAULTS = Object.fromEntries(
     return value === undefined ? [] : [[key, value]];
   }),
 ) as Required<Pick<Config, DefaultedKey>>;
-
-export function checkConfig(config: Config): Config {
-  const jwtOn = config.jwtJwksUrl !== undefined || config.jwtPublicKey !== undefined;
-  if (config.jwtJwksUrl !== undefined && config.jwtPublicKey !== undefined) {
-    throw new ConfigError('set either --jwt-jwks-url or --jwt-public-key, not both');
-  }
-  if (jwtOn && config.jwtAudience === undefined) {
-    throw new ConfigError('JWTs are on but --jwt-audience (JWT_AUDIENCE) is not set; the audience must be checked');
-  }
-  if (!jwtOn && (config.jwtAudience !== undefined || config.jwtIssuer !== undefined)) {
-    throw new ConfigError('--jwt-audience/--jwt-issuer need --jwt-jwks-url or --jwt-public-key');
-  }
-  return config;
-}

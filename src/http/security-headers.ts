@@ -3,7 +3,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler }
 import helmet from 'helmet';
 import { API_HEADERS } from '../errors.js';
 
-
 /**
  * Helmet's headers for the HTML of /docs and its assets, where a browser renders them. Without
  * upgrade-insecure-requests (the page is often opened over plain HTTP: loopback, behind a proxy),

@@ -87,9 +87,16 @@ function routeLabel(request: FastifyRequest): string {
   return request.routeOptions.url ?? request.metricsRoute ?? 'unmatched';
 }
 
+/** Where the log's lines go: buffered standard output (log-output.ts), or the tests' capture stream. */
+export interface LogDestination {
+  write(line: string): unknown;
+}
+
 export interface ObservabilityOptions {
   /** With traces on: the trace id of a request, added to its log line. */
   traceIdOf?: (request: FastifyRequest) => string | undefined;
+  /** The destination pino writes to: the request lines are written there too. */
+  destination: LogDestination;
 }
 
 const INFO = 30;
@@ -125,11 +132,8 @@ function requestLine(
 }
 
 /** One JSON log line and the HTTP metrics for every request; the request id echoed back. */
-async function observabilityPlugin(app: FastifyInstance, { traceIdOf }: ObservabilityOptions) {
+async function observabilityPlugin(app: FastifyInstance, { traceIdOf, destination }: ObservabilityOptions) {
   app.decorateRequest('metricsRoute', null);
-  // The destination pino writes to (buffered standard output, or the tests' capture stream), so
-  // the request lines keep their order among the other lines.
-  const destination = (app.log as unknown as Record<symbol, { write(line: string): unknown }>)[pino.symbols.streamSym]!;
   const logRequests = (app.log as pino.Logger).isLevelEnabled('info');
   const base = `"pid":${process.pid},"hostname":${json(hostname())}`;
 

@@ -7,6 +7,7 @@ import type { AddressGuard } from './address-guard.js';
 import { attempt, receiverAgents, type ReceiverAgents } from './attempt.js';
 import { EndpointShares } from './fair-share.js';
 import { webhookAttempts } from './metrics.js';
+import { ResultWriter } from './result-writer.js';
 import { afterAttempt } from './retry.js';
 import { signatureHeader, signingSecrets } from './signer.js';
 
@@ -28,13 +29,6 @@ const GATHER_MS = 10;
 const PRUNE_EVERY_MS = 60_000;
 /** While the API is busy, one claim (of at most --webhook-concurrency events) per this interval. */
 const BUSY_CLAIM_EVERY_MS = 1_000;
-
-type AttemptResultRow = Parameters<WebhookStorage['recordAttempts']>[1][number];
-
-interface ResultBatch {
-  results: AttemptResultRow[];
-  written: Promise<void>;
-}
 
 export const GONE_REASON = 'the receiver answered 410 Gone, so the endpoint was disabled';
 
@@ -59,13 +53,14 @@ export class Deliverer {
   private pruner: NodeJS.Timeout | undefined;
   private pruning: Promise<void> = Promise.resolve();
   private lastBusyClaim = 0;
-  private batch: ResultBatch | null = null;
+  private readonly results: ResultWriter;
 
   constructor(
     private readonly storage: WebhookStorage,
     private readonly options: DelivererOptions,
   ) {
     this.agents = receiverAgents(options.guard);
+    this.results = new ResultWriter(storage, this.owner, GATHER_MS);
     this.leaseMs = 2 * options.timeoutMs + 5_000;
     this.shares = new EndpointShares(options.concurrency);
   }
@@ -165,32 +160,13 @@ export class Deliverer {
         agents: this.agents,
       });
       const record = afterAttempt(result, delivery.attempts, this.options.retrySchedule, Date.now());
-      await this.record({ key: { account, endpointId, eventId }, record });
+      await this.results.record({ key: { account, endpointId, eventId }, record });
       webhookAttempts.inc({ outcome: record.state === 'pending' ? 'retrying' : record.state });
       if (result.status === 410) await this.storage.disableEndpoint(account, endpointId, GONE_REASON);
     } catch (error) {
       // The lease runs out and the attempt is made again, here or elsewhere.
       this.options.log.warn({ err: error, endpointId, eventId }, 'webhooks: could not record an attempt');
     }
-  }
-
-  /**
-   * Results wait GATHER_MS for company and are written together, in one transaction: far fewer
-   * commits (on SQLite, far fewer pages written to the WAL) than one per attempt. Resolves once
-   * this result is written.
-   */
-  private record(result: AttemptResultRow): Promise<void> {
-    if (this.batch === null) {
-      const batch: ResultBatch = { results: [], written: delay(GATHER_MS).then(() => this.write(batch)) };
-      this.batch = batch;
-    }
-    this.batch.results.push(result);
-    return this.batch.written;
-  }
-
-  private async write(batch: ResultBatch) {
-    if (this.batch === batch) this.batch = null;
-    await this.storage.recordAttempts(this.owner, batch.results);
   }
 
   private async prune() {
