@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { tracesWanted } from '../config/tracing-env.js';
-import type { SpanAttributes, SpanHandle, Tracing } from './span-types.js';
+import type { SpanAttributes, SpanEnd, SpanHandle, Tracing } from './span-types.js';
 
 /**
  * OpenTelemetry traces, on when OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_ variant) is set.
@@ -34,7 +34,9 @@ export function withSpan<T>(
   return active === undefined ? fn(NO_SPAN) : active.span(name, attributes, fn);
 }
 
-/** A storage call (`insert`, `list`, ...) as a database client span; without tracing, the call alone. */
-export function storageSpan<T>(operation: string, work: () => Promise<T>): Promise<T> {
-  return active === undefined ? work() : active.storageSpan(operation, work);
+const NO_END: SpanEnd = () => {};
+
+/** Starts a storage call's span (`insert`, `list`, ...), a database client span; without tracing, nothing. */
+export function startStorageSpan(operation: string): SpanEnd {
+  return active === undefined ? NO_END : active.startStorageSpan(operation);
 }

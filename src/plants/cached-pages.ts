@@ -1,4 +1,3 @@
-import type { PlantChange } from '../storage/types/plants.js';
 import type { Page } from './page.js';
 import { PageCache } from './page-cache.js';
 import { VersionPerTurn } from './version-per-turn.js';
@@ -6,10 +5,8 @@ import { VersionPerTurn } from './version-per-turn.js';
 /**
  * The page cache as the service uses it: the one way in, so that no caller can read or note in
  * the wrong order. A read takes the storage version and the own-commit count before the rows, so
- * a page is never stamped newer than what it holds; a commit is noted when `applyChanges` returns
- * and again when it settles. SQLite has committed when applyChanges returns (better-sqlite3 is
- * synchronous), so the first note leaves no moment in which a cached page is older than the
- * store; the second does the same for an engine that commits later.
+ * a page is never stamped newer than what it holds. Writes are told by the group commit's
+ * observer, at the two moments that leave no page older than the store (storage/group-commit.ts).
  */
 export class CachedPages {
   private readonly cache = new PageCache();
@@ -36,13 +33,8 @@ export class CachedPages {
     return page;
   }
 
-  /** `apply` wrapped so that the pages of the accounts it writes go as soon as it commits (see above). */
-  committing<T>(apply: (changes: PlantChange[]) => Promise<T>): (changes: PlantChange[]) => Promise<T> {
-    return (changes) => {
-      const accounts = new Set(changes.map((change) => change.account));
-      const committed = apply(changes);
-      this.cache.noteOwnCommit(accounts);
-      return committed.finally(() => this.cache.noteOwnCommit(accounts));
-    };
+  /** This process wrote these accounts: their pages go (group commit's CommitObserver says when). */
+  wrote(accounts: ReadonlySet<string>) {
+    this.cache.noteOwnCommit(accounts);
   }
 }

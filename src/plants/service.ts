@@ -1,7 +1,8 @@
 import { HttpError } from '../errors.js';
 import { newEventId } from '../events/plant-event.js';
 import { createsAcknowledged, plantsCreated, storageCommits, storageOperation } from '../ops/metrics.js';
-import { timed } from '../ops/timed.js';
+import type { HistogramSeries } from '../ops/histogram.js';
+import { startStorageCall } from '../ops/timed.js';
 import type { NewPlant, Plant, PlantPatch } from '../schemas.js';
 import { groupCommit } from '../storage/group-commit.js';
 import type { Storage } from '../storage/types.js';
@@ -18,6 +19,19 @@ export function toPlant(record: PlantRecord): Plant {
 
 async function* toPlantChunks(chunks: AsyncIterable<PlantRecord[]>): AsyncIterable<Plant[]> {
   for await (const chunk of chunks) yield chunk.map(toPlant);
+}
+
+/** Runs one storage call, timed (ops/timed.ts). */
+async function timed<T>(operation: HistogramSeries, work: () => Promise<T>): Promise<T> {
+  const end = startStorageCall(operation);
+  try {
+    const result = await work();
+    end();
+    return result;
+  } catch (error) {
+    end(error as Error);
+    throw error;
+  }
 }
 
 function noSuchPlant(id: bigint): HttpError {
@@ -45,11 +59,14 @@ export class PlantService {
   ) {
     this.pages = CachedPages.of(() => storage.plantsVersion());
     // Own commits drop only the pages of the accounts they wrote (see CachedPages).
-    const apply = (changes: PlantChange[]) => storage.applyChanges(changes);
-    this.write = groupCommit(
-      { applyChanges: this.pages === null ? apply : this.pages.committing(apply) },
-      { enabled: options.groupCommit, onCommit: () => storageCommits.inc() },
-    );
+    const pages = this.pages;
+    this.write = groupCommit(storage, {
+      enabled: options.groupCommit,
+      observer: {
+        ...(pages !== null && { wrote: (accounts: ReadonlySet<string>) => pages.wrote(accounts) }),
+        committed: () => storageCommits.inc(),
+      },
+    });
   }
 
   /** Stores the plant, or confirms a retry of it; a different plant under the same id is a 409. */
