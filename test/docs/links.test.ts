@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, extname, join, relative, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -11,13 +11,31 @@ import { fileURLToPath } from 'node:url';
  */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** The Markdown files git tracks (and new ones not yet added), never those in node_modules. */
+/** Folders that hold no Markdown of this project: installed packages, builds, bench output. */
+const NOT_OURS = new Set(['node_modules', 'dist', '.git', 'results']);
+
+/** The Markdown files git tracks (and new ones not yet added); a walk of the folders outside a git checkout. */
 function markdownFiles(): string[] {
-  const out = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '*.md'], {
-    cwd: ROOT,
-    encoding: 'utf8',
+  let files: string[];
+  try {
+    const out = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '*.md'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    files = out.split('\n').filter((file) => file !== '');
+  } catch {
+    files = walk('');
+  }
+  return [...new Set(files.filter((file) => existsSync(join(ROOT, file))))].sort();
+}
+
+function walk(folder: string): string[] {
+  return readdirSync(join(ROOT, folder), { withFileTypes: true }).flatMap((entry) => {
+    const path = folder === '' ? entry.name : `${folder}/${entry.name}`;
+    if (entry.isDirectory()) return NOT_OURS.has(entry.name) ? [] : walk(path);
+    return entry.name.endsWith('.md') ? [path] : [];
   });
-  return [...new Set(out.split('\n').filter((file) => file !== '' && existsSync(join(ROOT, file))))].sort();
 }
 
 /**
