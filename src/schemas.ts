@@ -4,6 +4,11 @@ import { Type, type Static } from '@sinclair/typebox';
 export const LIMITS = {
   bodyBytes: 16 * 1024,
   textLength: 256,
+  /** `tag` may repeat this many times in one listing. */
+  tagFilters: 16,
+  /** Items of one `POST /plants/batch`, and its body. */
+  batchItems: 1000,
+  batchBodyBytes: 1024 * 1024,
   int64Min: -(2n ** 63n),
   int64Max: 2n ** 63n - 1n,
   limitMax: 2_147_483_647,
@@ -147,12 +152,74 @@ export const ListQuery = Type.Object(
       }),
     ),
     cursor: Type.Optional(
-      Type.String({ description: 'Opaque position from a rel="next" Link header; do not build it yourself.' }),
+      Type.String({
+        description:
+          'Opaque position from a rel="next" Link header; do not build it yourself. It carries the filters and ' +
+          'order it was made for: sent with others, or altered, it is a 400.',
+      }),
+    ),
+    tag: Type.Optional(
+      Type.Array(Type.String({ maxLength: LIMITS.textLength }), {
+        maxItems: LIMITS.tagFilters,
+        examples: [['aroid']],
+        description:
+          `Only plants whose tag equals one of these exactly (code points, case matters; an empty value matches ` +
+          `the empty tag). Repeat it for several tags, up to ${LIMITS.tagFilters}; each at most ` +
+          `${LIMITS.textLength} characters. Plants without a tag never match.`,
+      }),
+    ),
+    q: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: LIMITS.textLength,
+        examples: ['monst'],
+        description:
+          'Only plants whose name contains this text, ignoring case: both are case-folded code point by code ' +
+          "point with Unicode's simple case folding (CaseFolding.txt, C and S), then compared by code points; " +
+          `nothing else is normalised. 1 to ${LIMITS.textLength} characters, no U+0000; % _ * and \\ are plain characters.`,
+      }),
+    ),
+    sort: Type.Optional(
+      Type.Union([Type.Literal('id'), Type.Literal('-id'), Type.Literal('name'), Type.Literal('-name')], {
+        default: 'id',
+        description:
+          'id (ascending id, the default), -id (descending id), name (ascending by the code points of the name, ' +
+          'ties by ascending id), -name (the exact reverse of name).',
+      }),
     ),
   },
   { $id: 'ListQuery' },
 );
 export type ListQuery = Static<typeof ListQuery>;
 
+/** The request header of `GET /plants` that asks for the count; declared for the document. */
+export const ListHeaders = Type.Object(
+  {
+    prefer: Type.Optional(
+      Type.String({
+        examples: ['count=exact'],
+        description:
+          'RFC 7240 preferences. count=exact: the answer carries X-Total-Count (the plants that match the ' +
+          'filters over all pages) and Preference-Applied: count=exact. Without it nothing is counted.',
+      }),
+    ),
+  },
+  { $id: 'ListHeaders' },
+);
+
+/** The body of `POST /plants/batch`. */
+export const NewPlants = Type.Array(Type.Ref(NewPlant), {
+  $id: 'NewPlants',
+  minItems: 1,
+  maxItems: LIMITS.batchItems,
+  description: `1 to ${LIMITS.batchItems} plants, each judged as POST /plants judges one.`,
+  examples: [
+    [
+      { id: 1, name: 'Monstera deliciosa', tag: 'aroid' },
+      { id: 2, name: 'Sansevieria' },
+    ],
+  ],
+});
+
 /** The `$id`'d shapes, registered once so they become OpenAPI components. */
-export const sharedSchemas = [Plant, NewPlant, PlantPatch, ErrorSchema];
+export const sharedSchemas = [Plant, NewPlant, NewPlants, PlantPatch, ErrorSchema];

@@ -8,6 +8,7 @@ import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
 import {
   IfMatchHeaders,
   IfNoneMatchHeaders,
+  ListHeaders,
   ListQuery,
   NewPlant,
   Plant,
@@ -17,7 +18,10 @@ import {
 } from '../schemas.js';
 import type { StoredPlant } from '../storage/types.js';
 import { etagOf, ifMatch, notModified } from './etag.js';
-import { toPlant, type Page, type PlantService } from './service.js';
+import { prefersExactCount } from '../http/prefer.js';
+import { batchRoute } from './batch-route.js';
+import { listHeaders } from './list-headers.js';
+import { toPlant, type ListRequest, type Page, type PlantService } from './service.js';
 
 const serializePlant = fastJson(Plant);
 
@@ -50,8 +54,20 @@ async function* jsonArray(chunks: AsyncIterable<Plant[]>): AsyncIterable<string>
   yield ']';
 }
 
-function nextLink(request: FastifyRequest, limit: number, cursor: string): string {
-  return `<${request.protocol}://${request.host}/plants?limit=${limit}&cursor=${cursor}>; rel="next"`;
+/** The request's own URL with the next cursor: the filters and order go on exactly as the client wrote them. */
+function nextLink(request: FastifyRequest, cursor: string): string {
+  const query = new URLSearchParams(request.url.slice(request.url.indexOf('?') + 1));
+  query.delete('cursor');
+  query.append('cursor', cursor);
+  return `<${request.protocol}://${request.host}/plants?${query}>; rel="next"`;
+}
+
+function listRequest(query: ListQuery): ListRequest {
+  return {
+    filter: { tags: query.tag ?? null, text: query.q ?? null },
+    order: query.sort ?? 'id',
+    cursor: query.cursor,
+  };
 }
 
 const ETAG_HEADER = { ETag: { type: 'string', description: "The plant's strong entity tag" } };
@@ -92,6 +108,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
     },
     async (request) => plants.create(request.caller!.account, request.body),
   );
+  batchRoute(app, plants);
 
   app.get<{ Querystring: ListQuery }>(
     '/plants',
@@ -103,14 +120,16 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
         tags: [TAGS.plants],
         summary: 'Returns all plants from the system that the user has access to',
         description:
-          "Needs the plants:read scope. Only the caller's account's plants, in ascending id order. " +
-          'Without limit, the whole list is streamed. With limit, when more plants remain, ' +
-          'a Link header with rel="next" gives the URL of the next page.',
+          "Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says " +
+          'otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed. With ' +
+          'limit, when more plants remain, a Link header with rel="next" gives the URL of the next page; the cursor ' +
+          'in it carries the filters and order. Prefer: count=exact adds X-Total-Count.',
         querystring: ListQuery,
+        headers: ListHeaders,
         response: {
           200: {
-            description: 'The plants, ascending by id',
-            headers: { Link: { type: 'string', description: '<URL>; rel="next" when more plants remain' } },
+            description: 'The plants that match, in the order asked',
+            headers: listHeaders,
             ...Plants,
           },
           ...errorResponses(400, 401, 403, 415, 429, 500, 503),
@@ -119,11 +138,22 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
     },
     async (request, reply) => {
       const { account } = request.caller!;
-      const { limit, cursor } = request.query;
-      if (limit === undefined)
-        return reply.type(JSON_CONTENT_TYPE).send(Readable.from(jsonArray(plants.all(account, cursor))));
-      const page = await plants.page(account, limit, cursor);
-      if (page.next !== null) reply.header('link', nextLink(request, limit, page.next));
+      const { limit } = request.query;
+      const listing = listRequest(request.query);
+      // Counted once the cursor has been judged (a refusal carries no count), beside the rows.
+      const count = async () => {
+        if (!prefersExactCount(request.headers.prefer)) return;
+        const total = await plants.count(account, listing.filter);
+        reply.header('x-total-count', String(total)).header('preference-applied', 'count=exact');
+      };
+      if (limit === undefined) {
+        const chunks = plants.all(account, listing);
+        await count();
+        return reply.type(JSON_CONTENT_TYPE).send(Readable.from(jsonArray(chunks)));
+      }
+      const page = await plants.page(account, limit, listing);
+      await count();
+      if (page.next !== null) reply.header('link', nextLink(request, page.next));
       return reply.type(JSON_CONTENT_TYPE).send(pageBody(page));
     },
   );

@@ -2,8 +2,9 @@ import { HttpError } from '../errors.js';
 import { createsAcknowledged, plantsCreated, storageOperation, timed } from '../ops/metrics.js';
 import type { NewPlant, Plant, PlantPatch } from '../schemas.js';
 import { groupCommit } from '../storage/group-commit.js';
+import type { PlantFilter, PlantListing, PlantOrder } from '../storage/plant-query.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, Precondition, Storage, StoredPlant } from '../storage/types.js';
-import { decodeCursor, encodeCursor } from './cursor.js';
+import { decodeCursor, encodeCursor, type ListingShape } from './cursor.js';
 import { newRevision } from './etag.js';
 import { randomPoolBytes } from './random-pool.js';
 import { PageCache } from './page-cache.js';
@@ -19,6 +20,25 @@ export interface Page {
    * change it, and what is derived from it (its JSON text) is worth keeping beside it.
    */
   shared: boolean;
+}
+
+/** What a client asks of a listing: its filters and order, and where its previous page ended. */
+export interface ListRequest {
+  filter: PlantFilter;
+  order: PlantOrder;
+  cursor?: string | undefined;
+}
+
+const NO_FILTER: PlantFilter = { tags: null, text: null };
+
+/** The whole account in id order: the listing the page cache serves. */
+function isPlainListing(shape: ListingShape): boolean {
+  return shape.order === 'id' && shape.filter.tags === null && shape.filter.text === null;
+}
+
+function listingOf(request: ListRequest): PlantListing {
+  const shape = { filter: request.filter, order: request.order };
+  return { ...shape, after: request.cursor === undefined ? null : decodeCursor(shape, request.cursor) };
 }
 
 export function toPlant(record: PlantRecord): Plant {
@@ -49,6 +69,7 @@ function appliedPlant(id: bigint, outcome: ChangeOutcome): StoredPlant {
   if (outcome.status === 'precondition-failed') {
     throw new HttpError(412, 'the plant has changed: If-Match does not match its current ETag; read it again');
   }
+  if (!('plant' in outcome)) throw new Error(`a change of one plant answered ${outcome.status}`);
   return outcome.plant;
 }
 
@@ -92,6 +113,32 @@ export class PlantService {
     return toPlant(stored);
   }
 
+  /**
+   * Stores every plant or none (one change through the group commit, so one transaction): an item
+   * whose id the account holds with a different name or tag is a 409 naming its index. Items that
+   * repeat a stored plant are replays. Answers the plants in the request's order.
+   */
+  async createMany(account: string, inputs: NewPlant[]): Promise<Plant[]> {
+    const plants = inputs.map((input): StoredPlant => ({
+      id: input.id,
+      name: input.name,
+      tag: input.tag ?? null,
+      revision: newRevision(),
+    }));
+    const eventIds = plants.map(() => newEventId());
+    const outcome = await timed(storageOperation.insert, () =>
+      this.write({ kind: 'create-many', account, plants, eventIds }),
+    );
+    if (outcome.status === 'conflict') {
+      const { id } = plants[outcome.index]!;
+      throw new HttpError(409, `[${outcome.index}].id: a different plant with id ${id} already exists`);
+    }
+    if (outcome.status !== 'all-applied') throw new Error(`a create-many answered ${outcome.status}`);
+    plantsCreated.inc(outcome.created.filter(Boolean).length);
+    createsAcknowledged.inc();
+    return outcome.plants.map(toPlant);
+  }
+
   async get(account: string, id: bigint): Promise<StoredPlant> {
     await turnEnd();
     const plant = await timed(storageOperation.get, () => this.storage.getPlant(account, id));
@@ -118,29 +165,41 @@ export class PlantService {
     appliedPlant(id, await timed(storageOperation.delete, () => this.write(change)));
   }
 
-  async page(account: string, limit: number, cursor: string | undefined): Promise<Page> {
-    const after = cursor === undefined ? null : decodeCursor(cursor);
+  async page(account: string, limit: number, request: ListRequest): Promise<Page> {
+    const listing = listingOf(request);
     if (limit === 0) return { plants: [], next: null, shared: false };
+    // Only the plain listing is cached: its pages are what the cache's rules keep exact.
+    if (!isPlainListing(listing)) return this.readPage(account, listing, limit);
+    const after = listing.after?.id ?? null;
     // The version and the own-commit count are read before the rows, so a page is never stamped
     // newer than what it holds.
     const version = this.versions === null ? null : await this.versions.next();
     const cached = version === null ? undefined : this.pages.get(version, account, after, limit);
     if (cached !== undefined) return cached;
     const since = this.pages.commitsSoFar();
-    const rows = await timed(storageOperation.list, () => this.storage.listPlants(account, after, limit + 1));
-    const more = rows.length > limit;
-    const page: Page = {
-      plants: (more ? rows.slice(0, limit) : rows).map(toPlant),
-      next: more ? encodeCursor(rows[limit - 1]!.id) : null,
-      shared: false,
-    };
+    const page = await this.readPage(account, listing, limit);
     if (version !== null) page.shared = this.pages.set(version, since, account, after, limit, page);
     return page;
   }
 
-  /** Every plant from the cursor on; a bad cursor throws here, before any byte is sent. */
-  all(account: string, cursor: string | undefined): AsyncIterable<Plant[]> {
-    const after = cursor === undefined ? null : decodeCursor(cursor);
-    return toPlantChunks(this.storage.streamPlants(account, after));
+  private async readPage(account: string, listing: PlantListing, limit: number): Promise<Page> {
+    const rows = await timed(storageOperation.list, () => this.storage.listPlants(account, listing, limit + 1));
+    const more = rows.length > limit;
+    const last = rows[limit - 1]!;
+    return {
+      plants: (more ? rows.slice(0, limit) : rows).map(toPlant),
+      next: more ? encodeCursor(listing, { id: last.id, name: last.name }) : null,
+      shared: false,
+    };
+  }
+
+  /** How many plants of the account match the filter, over all pages. */
+  count(account: string, filter: PlantFilter = NO_FILTER): Promise<number> {
+    return timed(storageOperation.list, () => this.storage.countPlants(account, filter));
+  }
+
+  /** Every plant of the listing from the cursor on; a bad cursor throws here, before any byte is sent. */
+  all(account: string, request: ListRequest): AsyncIterable<Plant[]> {
+    return toPlantChunks(this.storage.streamPlants(account, listingOf(request)));
   }
 }

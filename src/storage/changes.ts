@@ -14,7 +14,28 @@ export const EVENT_OF: Record<PlantChange['kind'], PlantEventType> = {
   create: 'plant.created',
   update: 'plant.updated',
   delete: 'plant.deleted',
+  'create-many': 'plant.created',
 };
+
+/** The `create` changes a `create-many` is made of: each item is written as one create is. */
+export function itemsOf(
+  change: Extract<PlantChange, { kind: 'create-many' }>,
+): Array<Extract<PlantChange, { kind: 'create' }>> {
+  return change.plants.map((plant, i) => ({
+    kind: 'create',
+    account: change.account,
+    plant,
+    eventId: change.eventIds[i]!,
+  }));
+}
+
+/** The first item that the account holds under its id with a different name or tag, or -1. */
+export function firstConflict(items: PlantRecord[], stored: Array<PlantRecord | undefined>): number {
+  return items.findIndex((item, i) => {
+    const current = stored[i];
+    return current !== undefined && (current.name !== item.name || current.tag !== item.tag);
+  });
+}
 
 /** The webhook body: the plant as `NewPlant` JSON, its id exact over int64 (written as a literal, never a double). */
 export function newPlantJson(plant: PlantRecord): string {
