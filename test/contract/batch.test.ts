@@ -13,7 +13,8 @@ for (const engine of ENGINES) {
     const s = realServer(engine, ['--rate-limit', '5']);
     let accounts = 0;
     const account = () => createToken(s.database, `batch-${engine.name}-${accounts++}`).token;
-    const listed = async (token: string) => (await listPlants(s.url, token)).json as Array<{ name: string; tag?: string }>;
+    const listed = async (token: string) =>
+      (await listPlants(s.url, token)).json as Array<{ name: string; tag?: string }>;
     const refusal = (reply: Awaited<ReturnType<typeof call>>, status: number, message: RegExp) => {
       assert.equal(reply.status, status, reply.text);
       assert.ok(isErrorBody(reply), reply.text);
@@ -36,7 +37,11 @@ for (const engine of ENGINES) {
       });
       it('takes 1,000 items and a body over 16 KiB', async () => {
         const token = account();
-        const reply = await postBatch(s.url, token, plants(1, 1000, (i) => `a name long enough to pass 16 KiB ${i}`));
+        const reply = await postBatch(
+          s.url,
+          token,
+          plants(1, 1000, (i) => `a name long enough to pass 16 KiB ${i}`),
+        );
         assert.equal(reply.status, 200);
         assert.equal((reply.json as unknown[]).length, 1000);
         assert.equal((await listed(token)).length, 1000);
@@ -117,7 +122,11 @@ for (const engine of ENGINES) {
       });
       it('405 with Allow: POST for other methods, whatever the body', async () => {
         for (const method of ['GET', 'PUT', 'PATCH', 'DELETE']) {
-          const reply = await call(`${s.url}/plants/batch`, { method, token: account(), body: method === 'GET' ? null : '{' });
+          const reply = await call(`${s.url}/plants/batch`, {
+            method,
+            token: account(),
+            body: method === 'GET' ? null : '{',
+          });
           refusal(reply, 405, /POST/);
           assert.equal(reply.headers.get('allow'), 'POST');
         }

@@ -14,7 +14,24 @@ const INT64_MAX = 9223372036854775807n;
  * against U+1F335, a surrogate pair), ties, several scripts; tags a, b or none. Built as JSON text
  * so the ids stay exact.
  */
-const NAMES = ['Ａ', '🌵', 'b', 'B', 'a', 'Ä', 'ä', 'ΣΊΣ', 'σίς', 'Жасмин', 'tie', 'tie', 'tie', '𐐀', '\u{10FFFF}', 'z'];
+const NAMES = [
+  'Ａ',
+  '🌵',
+  'b',
+  'B',
+  'a',
+  'Ä',
+  'ä',
+  'ΣΊΣ',
+  'σίς',
+  'Жасмин',
+  'tie',
+  'tie',
+  'tie',
+  '𐐀',
+  '\u{10FFFF}',
+  'z',
+];
 const IDS = [INT64_MAX, INT64_MIN, 0n, -1n, 1n, 9007199254740993n, 9007199254740992n, 42n, -42n, 7n, 3n, -3n, 5n];
 const PLANTS = NAMES.map((name, i) => ({
   id: IDS[i] ?? BigInt(1000 + i),
@@ -51,13 +68,20 @@ for (const engine of ENGINES) {
         it(`sort=${sort}`, async () => {
           const reply = await listPlants(s.url, token, `?sort=${sort}`);
           assert.equal(reply.status, 200);
-          assert.deepEqual((reply.json as Array<{ name: string }>).map((p) => p.name), names(EXPECTED[sort]!));
+          assert.deepEqual(
+            (reply.json as Array<{ name: string }>).map((p) => p.name),
+            names(EXPECTED[sort]!),
+          );
         });
       }
       it('puts U+FF21 before U+1F335 (UTF-16 would not) and -name is the exact reverse of name', async () => {
-        const order = ((await listPlants(s.url, token, '?sort=name')).json as Array<{ name: string }>).map((p) => p.name);
+        const order = ((await listPlants(s.url, token, '?sort=name')).json as Array<{ name: string }>).map(
+          (p) => p.name,
+        );
         assert.ok(order.indexOf('Ａ') < order.indexOf('🌵'));
-        const reverse = ((await listPlants(s.url, token, '?sort=-name')).json as Array<{ name: string }>).map((p) => p.name);
+        const reverse = ((await listPlants(s.url, token, '?sort=-name')).json as Array<{ name: string }>).map(
+          (p) => p.name,
+        );
         assert.deepEqual(reverse, [...order].reverse());
       });
     });
@@ -84,7 +108,10 @@ for (const engine of ENGINES) {
       it('the streamed list without limit is the same filtered list', async () => {
         const reply = await listPlants(s.url, token, '?tag=a&tag=b&sort=-name');
         const expected = EXPECTED['-name']!.filter((p) => p.tag !== null);
-        assert.deepEqual((reply.json as Array<{ name: string }>).map((p) => p.name), names(expected));
+        assert.deepEqual(
+          (reply.json as Array<{ name: string }>).map((p) => p.name),
+          names(expected),
+        );
       });
     });
 

@@ -81,10 +81,16 @@ for (const engine of ENGINES) {
     describe('tag equals one of the values exactly; plants without a tag never match', () => {
       it('case matters', async () => {
         assert.equal((await names('?tag=odd')).length, 6);
-        assert.deepEqual(await names('?tag=Odd'), NAMES.filter((_, i) => i % 3 === 2));
+        assert.deepEqual(
+          await names('?tag=Odd'),
+          NAMES.filter((_, i) => i % 3 === 2),
+        );
       });
       it('the empty value matches the empty tag only', async () => {
-        assert.deepEqual(await names('?tag='), NAMES.filter((_, i) => i % 3 === 1));
+        assert.deepEqual(
+          await names('?tag='),
+          NAMES.filter((_, i) => i % 3 === 1),
+        );
       });
       it('repeated, a plant matches any of them; with q, both hold', async () => {
         assert.equal((await names('?tag=odd&tag=Odd')).length, 12);

@@ -92,7 +92,8 @@ for (const engine of ENGINES) {
         return names.length === ITEMS && names.every((name, i) => name === itemName(batch, i));
       };
       for (const batch of acked) assert.ok(whole(batch), `acknowledged batch ${batch} is there whole`);
-      for (const batch of refused) assert.equal(perBatch.get(`b${batch}`), undefined, `refused batch ${batch} is absent`);
+      for (const batch of refused)
+        assert.equal(perBatch.get(`b${batch}`), undefined, `refused batch ${batch} is absent`);
       for (const batch of cut) {
         const names = perBatch.get(`b${batch}`);
         assert.ok(names === undefined || whole(batch), `batch ${batch} cut off by the kill is whole or absent`);
