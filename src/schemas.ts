@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PLANT_ORDERS, type PlantOrder } from './storage/plant-query.js';
 
 /** The limits of the contract, used by the schemas (hence the OpenAPI document) and the validators. */
 export const LIMITS = {
@@ -180,7 +181,9 @@ export const ListQuery = Type.Object(
       }),
     ),
     sort: Type.Optional(
-      Type.Union([Type.Literal('id'), Type.Literal('-id'), Type.Literal('name'), Type.Literal('-name')], {
+      Type.Unsafe<PlantOrder>({
+        type: 'string',
+        enum: [...PLANT_ORDERS],
         default: 'id',
         description:
           'id (ascending id, the default), -id (descending id), name (ascending by the code points of the name, ' +

@@ -503,7 +503,7 @@ export interface components {
     };
   };
   responses: {
-    /** @description Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), a value outside the limits its schema states (id outside int64, name empty or over 256 characters, tag over 256 characters, U+0000 in a text), or a bad query parameter. The message names the offending field. */
+    /** @description Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), a value outside the limits its schema states (id outside int64, name empty or over 256 characters, tag over 256 characters, U+0000 in a text), or a bad query parameter (limit, tag, q, sort, or a cursor sent with other filters or order than it was made for). The message names the offending field or parameter; in a batch, with the index of the item ([3].name). */
     Error400: {
       headers: {
         [name: string]: unknown;
@@ -578,7 +578,7 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description Conflict with what is stored: for a create, the account already has a plant with this id and a different name or tag; for a new webhook endpoint, the account already has 16; for a recover, the endpoint is disabled. */
+    /** @description Conflict with what is stored: for a create, the account already has a plant with this id and a different name or tag (in a batch, the message names the item: [3].id); for a new webhook endpoint, the account already has 16; for a recover, the endpoint is disabled. */
     Error409: {
       headers: {
         [name: string]: unknown;
@@ -608,7 +608,7 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description The body is larger than 16 KiB. */
+    /** @description The body is larger than the operation takes: 16 KiB, or 1 MiB for POST /plants/batch. */
     Error413: {
       headers: {
         [name: string]: unknown;

@@ -31,7 +31,6 @@ export function batchRoute(app: FastifyInstance, plants: PlantService) {
         response: {
           200: { description: 'The stored plants, one per item, in the request order', ...Plants },
           ...errorResponses(400, 401, 403, 409, 413, 415, 429, 500, 503),
-          413: { description: 'The body is larger than 1 MiB.', $ref: 'Error#' },
         },
       },
     },
