@@ -2,6 +2,18 @@ import { foldCase } from '../case-fold.js';
 import type { PlantFilter, PlantListing, PlantOrder } from '../plant-query.js';
 import type { Sql } from './connection.js';
 
+/**
+ * A search is planned with its own text, not as a prepared statement: a generic plan cannot know
+ * whether the text is rare (read the trigram index) or common (walk the order's index and test each
+ * row), and the one it picks for all texts was the slow one for rare texts. postgres.js sends a
+ * query with `prepare` false as an unnamed statement, which PostgreSQL plans with its values.
+ */
+function plannedWithItsValues<T extends object>(query: T): T {
+  // Not in postgres.js's types, but what `sql.unsafe(..., { prepare: false })` sets.
+  (query as T & { options: { prepare?: boolean } }).options.prepare = false;
+  return query;
+}
+
 /** `LIKE` with these three escaped is a plain substring test. */
 const likeEscaped = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
@@ -43,11 +55,13 @@ export function postgresListing(sql: Sql) {
     /** The listing's query; `limit` null for every row. */
     select(account: string, listing: PlantListing, limit: number | null) {
       const bound = limit === null ? sql`` : sql`LIMIT ${limit}`;
-      return sql`SELECT id, name, tag FROM plants WHERE ${where(account, listing.filter)} ${after(listing)}
+      const query = sql`SELECT id, name, tag FROM plants WHERE ${where(account, listing.filter)} ${after(listing)}
                  ${ORDER_BY[listing.order]()} ${bound}`;
+      return listing.filter.text === null ? query : plannedWithItsValues(query);
     },
     count(account: string, filter: PlantFilter) {
-      return sql<[{ count: bigint }]>`SELECT count(*) AS count FROM plants WHERE ${where(account, filter)}`;
+      const query = sql<[{ count: bigint }]>`SELECT count(*) AS count FROM plants WHERE ${where(account, filter)}`;
+      return filter.text === null ? query : plannedWithItsValues(query);
     },
   };
 }

@@ -26,11 +26,13 @@ const AFTER: Record<PlantOrder, string> = {
 };
 
 /**
- * A page searched by name first walks this many plants of the listing's own order (an index) and
- * tests each: a common text fills the page there. Only when it does not (a rare text) does the page
- * ask the trigram index for every match, which is quick when matches are few.
+ * A page searched by name first walks this many plants per plant it wants, in the listing's own
+ * order (an index), testing each: a common text (one name in 25 or more) fills the page there.
+ * Only when it does not (a rare text) does the page ask the trigram index for every match, which is
+ * quick when matches are few. At least WALK_MIN, so that a small page still finds a text of that density.
  */
-const WALK_BEFORE_TRIGRAMS = 2000;
+const WALK_PER_PLANT = 25;
+const WALK_MIN = 500;
 
 /** An FTS5 phrase: the text as one quoted string, so no character of it is query syntax. */
 const phrase = (text: string) => `"${text.replaceAll('"', '""')}"`;
@@ -75,7 +77,29 @@ export function sqlitePlantListing(db: Database.Database) {
   const useTrigrams = (filter: PlantFilter) =>
     filter.text !== null && characterCount(filter.text) >= TRIGRAM_MIN_LENGTH;
 
+  /**
+   * Tags in id order, one arm per tag, each read in order from `plants_by_tag` (named: without
+   * statistics SQLite prefers walking the whole account by id and testing each tag), then merged.
+   */
+  function byTags(account: string, listing: PlantListing, limit: number): PlantRecord[] {
+    const tags = [...new Set(listing.filter.tags!)];
+    const [after, afterParams] = afterClause(listing);
+    const order = ORDER_BY[listing.order];
+    const arm = `SELECT * FROM (SELECT id, name, tag FROM plants INDEXED BY plants_by_tag
+                   WHERE account = ? AND tag = ?${after} ORDER BY ${order} LIMIT ? + 0)`;
+    const text = `${tags.map(() => arm).join(' UNION ALL ')} ORDER BY ${order} LIMIT ? + 0`;
+    const params = tags.flatMap((tag) => [account, tag, ...afterParams, limit]);
+    const rows = prepared(text)
+      .raw(true)
+      .all(...params, limit) as PageRow[];
+    return rows.map(([id, name, tag]) => ({ id, name, tag }));
+  }
+
   function query(account: string, listing: PlantListing, limit: number, trigrams: boolean): PlantRecord[] {
+    const { filter, order } = listing;
+    if (filter.tags !== null && filter.text === null && (order === 'id' || order === '-id')) {
+      return byTags(account, listing, limit);
+    }
     const [conditions, params] = where(account, listing.filter, trigrams);
     const [after, afterParams] = afterClause(listing);
     // `LIMIT ? + 0`: a bare LIMIT parameter makes SQLite plan the statement again at each binding.
@@ -86,19 +110,20 @@ export function sqlitePlantListing(db: Database.Database) {
     return rows.map(([id, name, tag]) => ({ id, name, tag }));
   }
 
-  /** The first `WALK_BEFORE_TRIGRAMS` plants of the order, tested one by one. */
+  /** The first plants of the order, tested one by one (see WALK_PER_PLANT). */
   function walk(account: string, listing: PlantListing, limit: number): PlantRecord[] {
     const unsearched = { ...listing, filter: { ...listing.filter, text: null } };
     const [conditions, params] = where(account, unsearched.filter, false);
     const [after, afterParams] = afterClause(listing);
     const order = ORDER_BY[listing.order];
     const text = `SELECT id, name, tag FROM (
-        SELECT id, name, tag, name_folded FROM plants WHERE ${conditions}${after} ORDER BY ${order} LIMIT ${WALK_BEFORE_TRIGRAMS}
+        SELECT id, name, tag, name_folded FROM plants WHERE ${conditions}${after} ORDER BY ${order} LIMIT ? + 0
       ) WHERE instr(name_folded, ?) > 0 ORDER BY ${order} LIMIT ? + 0`;
     const folded = foldCase(listing.filter.text!);
+    const walked = Math.max(WALK_MIN, limit * WALK_PER_PLANT);
     const rows = prepared(text)
       .raw(true)
-      .all(...params, ...afterParams, folded, limit) as PageRow[];
+      .all(...params, ...afterParams, walked, folded, limit) as PageRow[];
     return rows.map(([id, name, tag]) => ({ id, name, tag }));
   }
 
