@@ -1,74 +1,13 @@
-import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import fastJson from 'fast-json-stringify';
-import { JSON_CONTENT_TYPE } from '../errors.js';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { requireJsonBody, requireMergePatchBody } from '../http/json-body.js';
 import { errorResponses, TAGS } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
-import {
-  IfMatchHeaders,
-  IfNoneMatchHeaders,
-  ListHeaders,
-  ListQuery,
-  NewPlant,
-  Plant,
-  PlantIdParams,
-  PlantPatch,
-  Plants,
-} from '../schemas.js';
-import type { StoredPlant } from '../storage/types.js';
+import { IfMatchHeaders, IfNoneMatchHeaders, NewPlant, PlantIdParams, PlantPatch } from '../schemas.js';
+import type { StoredPlant } from '../storage/types/plants.js';
 import { etagOf, ifMatch, notModified } from './etag.js';
-import { prefersExactCount } from '../http/prefer.js';
 import { batchRoute } from './batch-route.js';
-import { listHeaders } from './list-headers.js';
-import { toPlant, type ListRequest, type Page, type PlantService } from './service.js';
-
-const serializePlant = fastJson(Plant);
-
-/** The plants as the elements of a JSON array, without the brackets. */
-function jsonElements(plants: Plant[]): string {
-  return plants.map((plant) => serializePlant(plant)).join(',');
-}
-
-/** The JSON text of the pages the service's cache hands out again, so they are serialized once. */
-const sharedPageBodies = new WeakMap<Page, string>();
-
-function pageBody(page: Page): string {
-  let body = page.shared ? sharedPageBodies.get(page) : undefined;
-  if (body === undefined) {
-    body = `[${jsonElements(page.plants)}]`;
-    if (page.shared) sharedPageBodies.set(page, body);
-  }
-  return body;
-}
-
-/** The whole list as one JSON array, written chunk by chunk as rows come from storage. */
-async function* jsonArray(chunks: AsyncIterable<Plant[]>): AsyncIterable<string> {
-  let separator = '';
-  yield '[';
-  for await (const chunk of chunks) {
-    if (chunk.length === 0) continue;
-    yield separator + jsonElements(chunk);
-    separator = ',';
-  }
-  yield ']';
-}
-
-/** The request's own URL with the next cursor: the filters and order go on exactly as the client wrote them. */
-function nextLink(request: FastifyRequest, cursor: string): string {
-  const query = new URLSearchParams(request.url.slice(request.url.indexOf('?') + 1));
-  query.delete('cursor');
-  query.append('cursor', cursor);
-  return `<${request.protocol}://${request.host}/plants?${query}>; rel="next"`;
-}
-
-function listRequest(query: ListQuery): ListRequest {
-  return {
-    filter: { tags: query.tag ?? null, text: query.q ?? null },
-    order: query.sort ?? 'id',
-    cursor: query.cursor,
-  };
-}
+import { listRoute } from './list-route.js';
+import { toPlant, type PlantService } from './service.js';
 
 const ETAG_HEADER = { ETag: { type: 'string', description: "The plant's strong entity tag" } };
 const REVALIDATE_HEADERS = {
@@ -110,53 +49,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
   );
   batchRoute(app, plants);
 
-  app.get<{ Querystring: ListQuery }>(
-    '/plants',
-    {
-      config: ACCOUNT_RATE_LIMITED,
-      onRequest: app.requireScope('plants:read'),
-      schema: {
-        operationId: 'listPlants',
-        tags: [TAGS.plants],
-        summary: 'Returns all plants from the system that the user has access to',
-        description:
-          "Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says " +
-          'otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed. With ' +
-          'limit, when more plants remain, a Link header with rel="next" gives the URL of the next page; the cursor ' +
-          'in it carries the filters and order. Prefer: count=exact adds X-Total-Count.',
-        querystring: ListQuery,
-        headers: ListHeaders,
-        response: {
-          200: {
-            description: 'The plants that match, in the order asked',
-            headers: listHeaders,
-            ...Plants,
-          },
-          ...errorResponses(400, 401, 403, 415, 429, 500, 503),
-        },
-      },
-    },
-    async (request, reply) => {
-      const { account } = request.caller!;
-      const { limit } = request.query;
-      const listing = listRequest(request.query);
-      // Counted once the cursor has been judged (a refusal carries no count), beside the rows.
-      const count = async () => {
-        if (!prefersExactCount(request.headers.prefer)) return;
-        const total = await plants.count(account, listing.filter);
-        reply.header('x-total-count', String(total)).header('preference-applied', 'count=exact');
-      };
-      if (limit === undefined) {
-        const chunks = plants.all(account, listing);
-        await count();
-        return reply.type(JSON_CONTENT_TYPE).send(Readable.from(jsonArray(chunks)));
-      }
-      const page = await plants.page(account, limit, listing);
-      await count();
-      if (page.next !== null) reply.header('link', nextLink(request, page.next));
-      return reply.type(JSON_CONTENT_TYPE).send(pageBody(page));
-    },
-  );
+  listRoute(app, plants);
 
   app.get<{ Params: PlantIdParams }>(
     '/plants/:id',

@@ -1,5 +1,6 @@
 import { HttpError } from '../errors.js';
-import { LIMITS, type ListQuery, type NewPlant, type PlantIdParams, type PlantPatch } from '../schemas.js';
+import { LIMITS, type NewPlant, type PlantIdParams, type PlantPatch } from '../schemas.js';
+import type { ListQuery } from './list-query.js';
 import { PLANT_ORDERS, type PlantOrder } from '../storage/plant-query.js';
 
 /**

@@ -4,7 +4,8 @@ import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { openStorage } from '../../src/storage/open.js';
 import type { PlantFilter, PlantListing, PlantOrder } from '../../src/storage/plant-query.js';
-import type { PlantRecord, Storage } from '../../src/storage/types.js';
+import type { Storage } from '../../src/storage/types.js';
+import type { PlantRecord } from '../../src/storage/types/plants.js';
 import { ENGINES, withFreshStore } from '../helpers/engines.js';
 import { insertPlants } from '../helpers/plants.js';
 

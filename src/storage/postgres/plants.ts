@@ -1,6 +1,8 @@
+import { EVENT_OF } from '../../events/plant-event.js';
 import { foldCase } from '../case-fold.js';
-import { EVENT_OF, firstConflict, itemsOf, updated } from '../changes.js';
-import type { ChangeOutcome, PlantChange, PlantRecord, Storage, StoredPlant } from '../types.js';
+import { firstConflict, itemsOf, updated } from '../changes.js';
+import type { Storage } from '../types.js';
+import type { ChangeOutcome, PlantChange, PlantRecord, StoredPlant } from '../types/plants.js';
 import type { Sql, Tx } from './connection.js';
 import { queueEvents, type QueuedEvent } from './outbox.js';
 import { postgresListing } from './plant-listing.js';

@@ -7,7 +7,7 @@ import {
   type PlantListing,
   type PlantOrder,
 } from '../plant-query.js';
-import type { PlantRecord } from '../types.js';
+import type { PlantRecord } from '../types/plants.js';
 
 type PageRow = [id: bigint, name: string, tag: string | null];
 

@@ -1,8 +1,10 @@
 import type Database from 'better-sqlite3';
+import { EVENT_OF } from '../../events/plant-event.js';
 import { foldCase } from '../case-fold.js';
-import { EVENT_OF, firstConflict, itemsOf, updated } from '../changes.js';
+import { firstConflict, itemsOf, updated } from '../changes.js';
 import type { PlantListing } from '../plant-query.js';
-import type { ChangeOutcome, PlantChange, Storage, StoredPlant } from '../types.js';
+import type { Storage } from '../types.js';
+import type { ChangeOutcome, PlantChange, StoredPlant } from '../types/plants.js';
 import { outbox, type EventQueue } from './outbox.js';
 import { sqlitePlantListing } from './plant-listing.js';
 
