@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { groupCommit } from '../../src/storage/group-commit.js';
 import { openStorage } from '../../src/storage/open.js';
 import type { PlantChange, StoredPlant } from '../../src/storage/types/plants.js';
 import { ENGINES, withFreshStore } from '../helpers/engines.js';
@@ -59,6 +60,38 @@ for (const engine of ENGINES) {
             'the refused batch stored nothing, its neighbours are there',
           );
           assert.equal(await storage.countPlants('a', { tags: null, text: 'SEVEN' }), 0, 'nor indexed it');
+        } finally {
+          await storage.close();
+        }
+      });
+    });
+  });
+
+  describe(`group commit bounds a transaction by the plants it writes (${engine.name})`, () => {
+    it('several batches share a commit, at most 4,096 plants of them', async () => {
+      await withFreshStore(engine, async (url) => {
+        const storage = await openStorage(url);
+        try {
+          const sizes: number[] = [];
+          const write = groupCommit({
+            applyChanges: (changes) => {
+              sizes.push(changes.reduce((n, c) => n + (c.kind === 'create-many' ? c.plants.length : 1), 0));
+              return storage.applyChanges(changes);
+            },
+          });
+          const batch = (b: number) =>
+            many(
+              'bounded',
+              Array.from({ length: 1000 }, (_, i) => plant(BigInt(b * 1000 + i), `p${b}-${i}`)),
+            );
+          const outcomes = await Promise.all(Array.from({ length: 10 }, (_, b) => write(batch(b))));
+          assert.ok(outcomes.every((o) => o.status === 'all-applied'));
+          assert.ok(
+            sizes.every((size) => size <= 4_096),
+            `${sizes}`,
+          );
+          assert.ok(sizes.length < 10, `batches shared commits: ${sizes}`);
+          assert.equal(await storage.countPlants('bounded', { tags: null, text: null }), 10_000);
         } finally {
           await storage.close();
         }
