@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { ENGINES } from '../helpers/engines.js';
-import { listPlants, postBatch } from '../helpers/http.js';
+import { allPages, listPlants, postBatch } from '../helpers/http.js';
 import { createToken } from '../helpers/server.js';
 import { isErrorBody, realServer } from '../helpers/suite.js';
 
@@ -97,6 +97,24 @@ for (const engine of ENGINES) {
         assert.equal((await names('?tag=odd&tag=Odd&tag=')).length, NAMES.length);
         assert.deepEqual(await names('?tag=Odd&q=%CE%A3'), ['ΣΊΣΥΦΟΣ']);
         assert.deepEqual(await names(`?${'tag=x&'.repeat(15)}tag=odd&q=istanbul`), ['istanbul']);
+      });
+    });
+
+    describe('the next link repeats the filters exactly', () => {
+      it('a q with a space, a plus, & and # pages through its matches', async () => {
+        const other = createToken(s.database, `search-link-${engine.name}`).token;
+        const names = ['x + y & #1', 'X + Y & #2', 'x+y & #3', 'X + Y & #4'];
+        await postBatch(
+          s.url,
+          other,
+          names.map((name, i) => ({ id: i, name })),
+        );
+        const { names: seen, pages } = await allPages(
+          other,
+          `${s.url}/plants?limit=1&q=${encodeURIComponent('x + y & #')}`,
+        );
+        assert.deepEqual(seen, ['x + y & #1', 'X + Y & #2', 'X + Y & #4']);
+        assert.equal(pages, 3);
       });
     });
 
