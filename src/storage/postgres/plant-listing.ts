@@ -55,9 +55,20 @@ export function postgresListing(sql: Sql) {
     /** The listing's query; `limit` null for every row. */
     select(account: string, listing: PlantListing, limit: number | null) {
       const bound = limit === null ? sql`` : sql`LIMIT ${limit}`;
-      const query = sql`SELECT id, name, tag FROM plants WHERE ${where(account, listing.filter)} ${after(listing)}
-                 ${ORDER_BY[listing.order]()} ${bound}`;
-      return listing.filter.text === null ? query : plannedWithItsValues(query);
+      const { filter, order } = listing;
+      if (filter.tags !== null && filter.text === null && (order === 'id' || order === '-id')) {
+        // One arm per tag, each in id order from plants_by_tag, merged (Merge Append): `tag = ANY`
+        // cannot give the id order from the index, and the planner walked the account instead.
+        const arms = [...new Set(filter.tags)].map(
+          (tag) => sql`(SELECT id, name, tag FROM plants WHERE account = ${account} AND tag = ${tag}
+                        ${after(listing)} ${ORDER_BY[order]()} ${bound})`,
+        );
+        const union = arms.reduce((all, arm) => sql`${all} UNION ALL ${arm}`);
+        return sql`SELECT id, name, tag FROM (${union}) AS arms ${ORDER_BY[order]()} ${bound}`;
+      }
+      const query = sql`SELECT id, name, tag FROM plants WHERE ${where(account, filter)} ${after(listing)}
+                 ${ORDER_BY[order]()} ${bound}`;
+      return filter.text === null ? query : plannedWithItsValues(query);
     },
     count(account: string, filter: PlantFilter) {
       const query = sql<[{ count: bigint }]>`SELECT count(*) AS count FROM plants WHERE ${where(account, filter)}`;
