@@ -25,7 +25,21 @@ function requests(): object[] {
       },
     ];
   }
-  if (w.kind === 'get') return [{ method: 'GET', path: w.path, headers: { authorization: `Bearer ${w.token}` } }];
+  if (w.kind === 'get') {
+    const prefer = w.prefer === undefined ? {} : { prefer: w.prefer };
+    return [{ method: 'GET', path: w.path, headers: { authorization: `Bearer ${w.token}`, ...prefer } }];
+  }
+  if (w.kind === 'batch') {
+    const batch = () => `[${Array.from({ length: w.size }, () => body(w.idBase + ++n)).join(',')}]`;
+    return [
+      {
+        method: 'POST',
+        path: '/plants/batch',
+        headers: { authorization: `Bearer ${w.token}`, ...json },
+        setupRequest: (request: Record<string, unknown>) => ({ ...request, body: batch() }),
+      },
+    ];
+  }
   if (w.kind === 'by-id') {
     const { method, firstId, count, stamp } = w;
     const headers = { authorization: `Bearer ${w.token}` };

@@ -9,8 +9,10 @@ import { fileURLToPath } from 'node:url';
 
 /** What the connections ask, over and over. */
 export type Workload =
-  /** The same GET (path and query) with one token. */
-  | { kind: 'get'; path: string; token: string }
+  /** The same GET (path and query) with one token, and a `Prefer` header when given. */
+  | { kind: 'get'; path: string; token: string; prefer?: string }
+  /** POST /plants/batch of `size` plants, every id new: idBase + 1, idBase + 2, ... (distinct per wrk thread). */
+  | { kind: 'batch'; token: string; idBase: number; size: number }
   /** POST /plants, every id new: idBase + 1, idBase + 2, ... (distinct per wrk thread). */
   | { kind: 'post'; token: string; idBase: number }
   /**
@@ -98,10 +100,11 @@ function setup(thread)
 end
 `;
 
-/** GET and POST: args token, GET|POST, idBase. */
+/** GET and POST: args token, GET|POST, idBase, and for GET a Prefer header ("" for none). */
 const WRK_SIMPLE = `${WRK_THREAD_INDEX}
 function init(args)
   wrk.headers["Authorization"] = "Bearer " .. args[1]
+  if args[2] == "GET" and args[4] ~= nil and args[4] ~= "" then wrk.headers["Prefer"] = args[4] end
   if args[2] == "POST" then
     wrk.method = "POST"
     wrk.headers["Content-Type"] = "application/json"
@@ -112,6 +115,27 @@ function init(args)
       return wrk.format(nil, nil, nil, string.format('{"id":%.0f,"name":"bench plant %.0f","tag":"bench"}', base + n, base + n))
     end
   end
+end
+${WRK_DONE}`;
+
+/** Batches: args token, idBase, size; each request POSTs that many plants with new ids. */
+const WRK_BATCH = `${WRK_THREAD_INDEX}
+local size, base, n
+function init(args)
+  wrk.headers["Authorization"] = "Bearer " .. args[1]
+  wrk.headers["Content-Type"] = "application/json"
+  wrk.method = "POST"
+  base = tonumber(args[2]) + tindex * 1000000000
+  size = tonumber(args[3])
+  n = 0
+end
+function request()
+  local items = {}
+  for i = 1, size do
+    n = n + 1
+    items[i] = string.format('{"id":%.0f,"name":"bench plant %.0f","tag":"bench"}', base + n, base + n)
+  end
+  return wrk.format(nil, "/plants/batch", nil, "[" .. table.concat(items, ",") .. "]")
 end
 ${WRK_DONE}`;
 
@@ -266,7 +290,13 @@ function wrkInvocation(
     case 'bad-tokens':
       return [wrkScript(scratchDir, 'bad-tokens', WRK_BAD_TOKENS), baseUrl + w.path, []];
     case 'get':
-      return [wrkScript(scratchDir, 'simple', WRK_SIMPLE), baseUrl + w.path, [w.token, 'GET', '0']];
+      return [wrkScript(scratchDir, 'simple', WRK_SIMPLE), baseUrl + w.path, [w.token, 'GET', '0', w.prefer ?? '']];
+    case 'batch':
+      return [
+        wrkScript(scratchDir, 'batch', WRK_BATCH),
+        baseUrl + '/plants/batch',
+        [w.token, String(w.idBase), String(w.size)],
+      ];
     case 'post':
       return [wrkScript(scratchDir, 'simple', WRK_SIMPLE), baseUrl + '/plants', [w.token, 'POST', String(w.idBase)]];
   }

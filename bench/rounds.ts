@@ -72,6 +72,8 @@ export interface Contender {
   /** Figures for the server's whole life, read just before it stops (and after, for files it writes on exit). */
   beforeStop?(proc: Proc): Promise<Record<string, number>>;
   afterStop?(): Record<string, number>;
+  /** Connections of its load: the bench's unless the scenario says otherwise (big requests want fewer). */
+  connections?: number;
   /** The load generator's CPUs: the bench's load CPU unless the scenario says otherwise. */
   loadCpus?: string | null;
   /** As ServerResult's. */
@@ -113,7 +115,7 @@ export async function alternate(ctx: Context, contenders: Contender[]): Promise<
   const spec = (c: Contender, proc: Proc, round: number, durationSec: number): LoadSpec => ({
     baseUrl: proc.url,
     workload: c.workload(round),
-    connections: settings.connections,
+    connections: c.connections ?? settings.connections,
     durationSec,
     cpus: c.loadCpus === undefined ? LOAD_CPU : c.loadCpus,
   });

@@ -31,6 +31,7 @@ import { renderMarkdown, type Results } from './report.js';
 import type { Context, ScenarioResult } from './rounds.js';
 import { authFlood } from './scenarios/auth-flood.js';
 import { byId, byIdPlants } from './scenarios/by-id.js';
+import { findingPostgres, findingSqlite } from './scenarios/finding.js';
 import { listing, type ListingFigures } from './scenarios/listing.js';
 import { mixed } from './scenarios/mixed.js';
 import { getPostgres, getSqlite, postPostgres, postSqlite } from './scenarios/requests.js';
@@ -51,8 +52,10 @@ const SCENARIOS: Record<string, (ctx: Context) => Promise<ScenarioResult>> = {
   'auth-flood': authFlood,
   'slow-disk': slowDisk,
   mixed,
+  finding: findingSqlite,
   'pg-get': getPostgres,
   'pg-post': postPostgres,
+  'pg-finding': findingPostgres,
   workers,
 };
 
@@ -62,6 +65,7 @@ const SIZES: Omit<Required<Sizes>, 'byIdPlants'> = {
   listPlants: 100_000,
   mixedAccounts: 1_000,
   mixedPlants: 100,
+  findPlants: 100_000,
 };
 
 const { values: flags } = parseArgs({
@@ -124,12 +128,19 @@ async function main() {
       listPlants: chosen.includes('listing') ? sizes.listPlants : 0,
       mixedAccounts: chosen.includes('mixed') ? sizes.mixedAccounts : 0,
       byIdPlants: chosen.includes('by-id') ? sizes.byIdPlants : 0,
+      findPlants: chosen.includes('finding') ? sizes.findPlants : 0,
     });
     let postgresError: string | null = null;
     if (chosen.some((name) => name.startsWith('pg-'))) {
       const url = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
       try {
-        postgres = await preparePostgres(scratch, url, { ...sizes, listPlants: 0, mixedAccounts: 0, byIdPlants: 0 });
+        postgres = await preparePostgres(scratch, url, {
+          ...sizes,
+          listPlants: 0,
+          mixedAccounts: 0,
+          byIdPlants: 0,
+          findPlants: chosen.includes('pg-finding') ? sizes.findPlants : 0,
+        });
       } catch (error) {
         postgresError = `${url}: ${(error as Error).message}`;
         log(`PostgreSQL scenarios skipped: ${postgresError}`);

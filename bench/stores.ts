@@ -11,7 +11,7 @@ import { issueToken } from '../src/auth/api-tokens.js';
 import { openStorage } from '../src/storage/open.js';
 import type { Storage } from '../src/storage/types.js';
 import type { PlantRecord } from '../src/storage/types/plants.js';
-import { mixedAccount, seedPlant } from './seed-data.js';
+import { FIND_ACCOUNT, findPlant, mixedAccount, seedPlant } from './seed-data.js';
 
 export interface Sizes {
   /** Plants of the account GET reads (`bench-get`). */
@@ -23,11 +23,13 @@ export interface Sizes {
   mixedPlants?: number;
   /** Plants of the account read, updated and deleted by id (`bench-by-id`); 0 for none. */
   byIdPlants?: number;
+  /** Plants of the account listed with filters (FIND_ACCOUNT, findPlant); 0 for none. */
+  findPlants?: number;
 }
 
 export interface BenchStore {
   engine: 'sqlite' | 'postgres';
-  tokens: { get: string; post: string; list: string; byId: string };
+  tokens: { get: string; post: string; list: string; byId: string; find: string };
   /** One token per mixed account, in account order (mixedAccount(i)). */
   mixedTokens: string[];
   /** The same tokens, one a line, for the load script. */
@@ -55,12 +57,12 @@ function createAll(storage: Storage, writes: { account: string; plant: PlantReco
 }
 
 /** The plants `first` .. `first + count - 1` of the account (seedPlant); those it already holds stay as they are. */
-async function seedAccount(storage: Storage, account: string, count: number, first = 1) {
+async function seedAccount(storage: Storage, account: string, count: number, first = 1, plant = seedPlant) {
   const batch = 5_000;
   const end = first + count;
   for (let start = first; start < end; start += batch) {
     const writes = [];
-    for (let i = start; i < Math.min(start + batch, end); i++) writes.push({ account, plant: seedPlant(i, account) });
+    for (let i = start; i < Math.min(start + batch, end); i++) writes.push({ account, plant: plant(i, account) });
     await createAll(storage, writes);
   }
 }
@@ -84,7 +86,9 @@ async function seed(storage: Storage, scratch: string, prefix: string, sizes: Si
     post: (await issueToken(storage, 'bench-post')).secret,
     list: (await issueToken(storage, 'bench-list')).secret,
     byId: (await issueToken(storage, 'bench-by-id')).secret,
+    find: (await issueToken(storage, FIND_ACCOUNT)).secret,
   };
+  await seedAccount(storage, FIND_ACCOUNT, sizes.findPlants ?? 0, 1, findPlant);
   await seedAccount(storage, 'bench-get', sizes.getPlants);
   await seedAccount(storage, 'bench-list', sizes.listPlants);
   await seedAccount(storage, 'bench-by-id', sizes.byIdPlants ?? 0);

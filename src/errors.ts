@@ -77,7 +77,12 @@ export function toErrorResponse(error: FastifyError | HttpError | Error): {
 }
 
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  const { statusCode, message, headers } = toErrorResponse(error);
+  const { statusCode, headers, ...answer } = toErrorResponse(error);
+  // Each route has its own body limit (a batch takes 1 MiB): the message states the route's.
+  const message =
+    (error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+      ? `request body is larger than ${request.routeOptions?.bodyLimit ?? LIMITS.bodyBytes} bytes`
+      : answer.message;
   if (statusCode >= 500) {
     // An HttpError is an answer given on purpose (stopping, a provider down): worth a line, not a stack.
     if (error instanceof HttpError) request.log.warn({ status: statusCode, reason: message }, 'request refused');

@@ -4,6 +4,11 @@ import { Type, type Static } from '@sinclair/typebox';
 export const LIMITS = {
   bodyBytes: 16 * 1024,
   textLength: 256,
+  /** `tag` may repeat this many times in one listing. */
+  tagFilters: 16,
+  /** Items of one `POST /plants/batch`, and its body. */
+  batchItems: 1000,
+  batchBodyBytes: 1024 * 1024,
   int64Min: -(2n ** 63n),
   int64Max: 2n ** 63n - 1n,
   limitMax: 2_147_483_647,
@@ -143,26 +148,19 @@ export const ErrorSchema = Type.Object(
   { $id: 'Error', examples: [{ error: 400, message: 'name must be a string' }] },
 );
 
-export const ListQuery = Type.Object(
-  {
-    limit: Type.Optional(
-      Type.Integer({
-        format: 'int32',
-        minimum: 0,
-        maximum: LIMITS.limitMax,
-        examples: [10],
-        description:
-          'Maximum number of plants to return. Without it, every plant of the account is returned (streamed). ' +
-          'When more plants remain, the response carries a Link header with rel="next".',
-      }),
-    ),
-    cursor: Type.Optional(
-      Type.String({ description: 'Opaque position from a rel="next" Link header; do not build it yourself.' }),
-    ),
-  },
-  { $id: 'ListQuery' },
-);
-export type ListQuery = Static<typeof ListQuery>;
+/** The body of `POST /plants/batch`. */
+export const NewPlants = Type.Array(Type.Ref(NewPlant), {
+  $id: 'NewPlants',
+  minItems: 1,
+  maxItems: LIMITS.batchItems,
+  description: `1 to ${LIMITS.batchItems} plants, each judged as POST /plants judges one.`,
+  examples: [
+    [
+      { id: 1, name: 'Monstera deliciosa', tag: 'aroid' },
+      { id: 2, name: 'Sansevieria' },
+    ],
+  ],
+});
 
 /** The `$id`'d shapes, registered once so they become OpenAPI components. */
-export const sharedSchemas = [Plant, NewPlant, PlantPatch, ErrorSchema];
+export const sharedSchemas = [Plant, NewPlant, NewPlants, PlantPatch, ErrorSchema];

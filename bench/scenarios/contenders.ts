@@ -15,7 +15,10 @@ export const LABELS: Record<ServerKind, string> = {
 };
 
 export interface ContenderOptions extends Partial<
-  Pick<Contender, 'measure' | 'beforeStop' | 'afterStop' | 'cpu' | 'loadCpus' | 'reference' | 'background' | 'settle'>
+  Pick<
+    Contender,
+    'measure' | 'beforeStop' | 'afterStop' | 'cpu' | 'loadCpus' | 'reference' | 'background' | 'settle' | 'connections'
+  >
 > {
   name?: string;
   label?: string;
@@ -37,6 +40,7 @@ export function contender(
     workload,
     ...(options.cpu === undefined ? {} : { cpu: options.cpu }),
     ...(options.loadCpus === undefined ? {} : { loadCpus: options.loadCpus }),
+    ...(options.connections === undefined ? {} : { connections: options.connections }),
     ...(options.measure ? { measure: options.measure } : {}),
     ...(options.beforeStop ? { beforeStop: options.beforeStop } : {}),
     ...(options.afterStop ? { afterStop: options.afterStop } : {}),

@@ -7,6 +7,7 @@ import type {
   Plant,
   PlantPage,
   PlantPatch,
+  PlantQuery,
   PlantWithTag,
   Recovery,
   RotatedSecret,
@@ -60,26 +61,54 @@ export class PlantStore {
   }
 
   /**
-   * One page of plants in ascending id order, and where the next one is. Without `limit`, every
-   * plant in one answer: `plants()` pages instead.
+   * Creates 1 to 1,000 plants at once, all or nothing (a 400 or 409 names the item: `[3].name`).
+   * Sending the same plants again is a safe retry, so failures are retried.
    */
-  async listPlants({ limit, cursor }: { limit?: number; cursor?: string | null } = {}, options?: RequestOptions) {
-    const query = { limit, cursor: cursor ?? undefined };
-    const reply = await this.#http.send({ method: 'GET', path: '/plants', query }, options);
+  async addPlants(plants: readonly NewPlant[], options?: RequestOptions): Promise<Plant[]> {
+    const body = plants.map((plant) => ({ ...plant, id: toBigInt(plant.id) }));
+    return (await this.#http.send({ method: 'POST', path: '/plants/batch', body }, options)).body as Plant[];
+  }
+
+  /**
+   * One page of plants (filtered by `tag` and `q`, in `sort` order; ascending id by default), and
+   * where the next one is; with `count: true`, also the `total` over all pages. Without `limit`,
+   * every matching plant in one answer: `plants()` pages instead. A `cursor` goes with the same
+   * filters and order it came with.
+   */
+  async listPlants(
+    {
+      limit,
+      cursor,
+      tag,
+      q,
+      sort,
+      count,
+    }: PlantQuery & { limit?: number; cursor?: string | null; count?: boolean } = {},
+    options?: RequestOptions,
+  ) {
+    const tags = typeof tag === 'string' ? [tag] : tag;
+    const query = { limit, cursor: cursor ?? undefined, tag: tags, q, sort };
+    const headers = { prefer: count ? 'count=exact' : undefined };
+    const reply = await this.#http.send({ method: 'GET', path: '/plants', query, headers }, options);
     const next = nextLink(reply.headers);
     const page: PlantPage = { plants: reply.body as Plant[], next, cursor: null };
     if (next !== null) page.cursor = new URL(next, 'http://x').searchParams.get('cursor');
+    const total = reply.headers.get('x-total-count');
+    if (count && total !== null) page.total = Number(total);
     return page;
   }
 
   /**
-   * Every plant of the account, page by page, following `Link: rel="next"`. Only the link's
-   * cursor is used, with this client's `baseUrl`: the token never goes to a host named by a header.
+   * Every matching plant of the account, page by page, following `Link: rel="next"`. Only the
+   * link's cursor is used, with this client's `baseUrl`: the token never goes to a host named by a header.
    */
-  async *plants({ pageSize = 100 }: { pageSize?: number } = {}, options?: RequestOptions): AsyncGenerator<Plant> {
+  async *plants(
+    { pageSize = 100, ...query }: PlantQuery & { pageSize?: number } = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<Plant> {
     let cursor: string | null = null;
     do {
-      const page: PlantPage = await this.listPlants({ limit: pageSize, cursor }, options);
+      const page: PlantPage = await this.listPlants({ ...query, limit: pageSize, cursor }, options);
       yield* page.plants;
       if (page.next !== null && page.cursor === null) throw new Error(`a next link without a cursor: ${page.next}`);
       cursor = page.cursor;

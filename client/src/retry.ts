@@ -38,7 +38,8 @@ export function isSafeToRepeat(method: string, path: string, headers: Headers): 
     case 'PATCH':
       return headers.has('if-match');
     case 'POST':
-      return path === '/plants';
+      // Creates by id: the same plants again are replays, one by one or in a batch.
+      return path === '/plants' || path === '/plants/batch';
     default:
       return false;
   }

@@ -75,7 +75,7 @@ export interface paths {
     };
     /**
      * Returns all plants from the system that the user has access to
-     * @description Needs the plants:read scope. Only the caller's account's plants, in ascending id order. Without limit, the whole list is streamed. With limit, when more plants remain, a Link header with rel="next" gives the URL of the next page.
+     * @description Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed. With limit, when more plants remain, a Link header with rel="next" gives the URL of the next page; the cursor in it carries the filters and order. Prefer: count=exact adds X-Total-Count.
      */
     get: operations['listPlants'];
     put?: never;
@@ -84,6 +84,26 @@ export interface paths {
      * @description Needs the plants:write scope. Body: JSON (application/json or application/*+json), at most 16 KiB. No type coercion. Re-sending the same id with the same name and tag is a safe retry (200, nothing duplicated). A 200 means the plant is durably stored.
      */
     post: operations['addPlant'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/plants/batch': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Creates many plants at once, all or nothing
+     * @description Needs the plants:write scope. Body: a JSON array of 1 to 1000 NewPlant (application/json or application/*+json), at most 1 MiB. Each item is judged as POST /plants judges one: the first bad item makes the whole request a 400 naming its index ([3].name); two items with the same id and different content, a 400 naming the later one; an item whose id the account holds with a different name or tag, a 409 naming its index. The whole array is judged before any stored plant is compared. In each case nothing is stored. Items repeating a stored plant exactly are safe retries, so re-sending a whole batch is safe. A 200 means every plant is durably stored (one transaction); one plant.created event per newly stored plant. The rate limit counts the request once.
+     */
+    post: operations['addPlants'];
     delete?: never;
     options?: never;
     head?: never;
@@ -267,6 +287,21 @@ export interface components {
     } & {
       [key: string]: unknown;
     };
+    /**
+     * @description 1 to 1000 plants, each judged as POST /plants judges one.
+     * @example [
+     *       {
+     *         "id": 1,
+     *         "name": "Monstera deliciosa",
+     *         "tag": "aroid"
+     *       },
+     *       {
+     *         "id": 2,
+     *         "name": "Sansevieria"
+     *       }
+     *     ]
+     */
+    NewPlants: components['schemas']['NewPlant'][];
     /**
      * @description A JSON merge patch (RFC 7396) of the plant: absent fields stay as they are. Other properties are ignored; an empty object changes nothing.
      * @example {
@@ -480,7 +515,7 @@ export interface components {
     };
   };
   responses: {
-    /** @description Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), a value outside the limits its schema states (id outside int64, name empty or over 256 characters, tag over 256 characters, U+0000 in a text), or a bad query parameter. The message names the offending field. */
+    /** @description Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), a value outside the limits its schema states (id outside int64, name empty or over 256 characters, tag over 256 characters, U+0000 in a text), or a bad query parameter (limit, tag, q, sort, or a cursor sent with other filters or order than it was made for). The message names the offending field or parameter; in a batch, with the index of the item ([3].name). */
     Error400: {
       headers: {
         [name: string]: unknown;
@@ -555,7 +590,7 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description Conflict with what is stored: for a create, the account already has a plant with this id and a different name or tag; for a new webhook endpoint, the account already has 16; for a recover, the endpoint is disabled. */
+    /** @description Conflict with what is stored: for a create, the account already has a plant with this id and a different name or tag (in a batch, the message names the item: [3].id); for a new webhook endpoint, the account already has 16; for a recover, the endpoint is disabled. */
     Error409: {
       headers: {
         [name: string]: unknown;
@@ -585,7 +620,7 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description The body is larger than 16 KiB. */
+    /** @description The body is larger than the operation takes: 16 KiB, or 1 MiB for POST /plants/batch. */
     Error413: {
       headers: {
         [name: string]: unknown;
@@ -795,20 +830,44 @@ export interface operations {
          * @example 10
          */
         limit?: number;
-        /** @description Opaque position from a rel="next" Link header; do not build it yourself. */
+        /** @description Opaque position from a rel="next" Link header; do not build it yourself. It carries the filters and order it was made for: sent with others, or altered, it is a 400. */
         cursor?: string;
+        /**
+         * @description Only plants whose tag equals one of these exactly (code points, case matters; an empty value matches the empty tag). Repeat it for several tags, up to 16; each at most 256 characters. Plants without a tag never match.
+         * @example [
+         *       "aroid"
+         *     ]
+         */
+        tag?: string[];
+        /**
+         * @description Only plants whose name contains this text, ignoring case: both are case-folded code point by code point with Unicode's simple case folding (CaseFolding.txt, C and S), then compared by code points; nothing else is normalised. 1 to 256 characters, no U+0000; % _ * and \ are plain characters.
+         * @example monst
+         */
+        q?: string;
+        /** @description id (ascending id, the default), -id (descending id), name (ascending by the code points of the name, ties by ascending id), -name (the exact reverse of name). */
+        sort?: 'id' | '-id' | 'name' | '-name';
       };
-      header?: never;
+      header?: {
+        /**
+         * @description RFC 7240 preferences. count=exact: the answer carries X-Total-Count (the plants that match the filters over all pages) and Preference-Applied: count=exact. Without it nothing is counted.
+         * @example count=exact
+         */
+        prefer?: string;
+      };
       path?: never;
       cookie?: never;
     };
     requestBody?: never;
     responses: {
-      /** @description The plants, ascending by id */
+      /** @description The plants that match, in the order asked */
       200: {
         headers: {
-          /** @description <URL>; rel="next" when more plants remain */
+          /** @description <URL>; rel="next" when more plants remain; its cursor carries the filters and order */
           Link?: string;
+          /** @description With Prefer: count=exact: how many plants match the filters over all pages */
+          'X-Total-Count'?: number;
+          /** @description count=exact when X-Total-Count is sent */
+          'Preference-Applied'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -869,6 +928,64 @@ export interface operations {
            *     }
            */
           'application/json': components['schemas']['Plant'];
+        };
+      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      409: components['responses']['Error409'];
+      413: components['responses']['Error413'];
+      415: components['responses']['Error415'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+      default: components['responses']['OtherErrors'];
+    };
+  };
+  addPlants: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example [
+         *       {
+         *         "id": 1,
+         *         "name": "Monstera deliciosa",
+         *         "tag": "aroid"
+         *       },
+         *       {
+         *         "id": 2,
+         *         "name": "Sansevieria"
+         *       }
+         *     ]
+         */
+        'application/json': components['schemas']['NewPlants'];
+      };
+    };
+    responses: {
+      /** @description The stored plants, one per item, in the request order */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example [
+           *       {
+           *         "name": "Monstera deliciosa",
+           *         "tag": "aroid"
+           *       },
+           *       {
+           *         "name": "Sansevieria"
+           *       }
+           *     ]
+           */
+          'application/json': components['schemas']['Plant'][];
         };
       };
       400: components['responses']['Error400'];

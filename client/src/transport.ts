@@ -13,7 +13,8 @@ export interface RequestOptions {
 export interface Call {
   method: 'GET' | 'HEAD' | 'POST' | 'PATCH' | 'DELETE';
   path: string;
-  query?: Record<string, string | number | undefined>;
+  /** An array repeats the parameter, once per value. */
+  query?: Record<string, string | number | readonly string[] | undefined>;
   body?: unknown;
   contentType?: string;
   headers?: Record<string, string | undefined>;
@@ -49,7 +50,8 @@ export class Transport {
   async send(call: Call, { signal, timeoutMs = this.options.timeoutMs }: RequestOptions = {}): Promise<Reply> {
     const url = new URL(this.#base + call.path);
     for (const [name, value] of Object.entries(call.query ?? {})) {
-      if (value !== undefined) url.searchParams.set(name, String(value));
+      if (typeof value === 'object') for (const each of value) url.searchParams.append(name, each);
+      else if (value !== undefined) url.searchParams.set(name, String(value));
     }
     const headers = new Headers({ authorization: `Bearer ${this.options.token}`, accept: 'application/json' });
     for (const [name, value] of Object.entries(call.headers ?? {})) if (value !== undefined) headers.set(name, value);

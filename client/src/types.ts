@@ -25,8 +25,22 @@ export interface PlantPage {
   plants: Plant[];
   /** The `Link: rel="next"` URL, or null on the last page. */
   next: string | null;
-  /** The opaque cursor of `next`, to pass to `listPlants` again. */
+  /** The opaque cursor of `next`, to pass to `listPlants` again (with the same filters and order). */
   cursor: string | null;
+  /** With `count: true`: how many plants match the filters over all pages (`X-Total-Count`). */
+  total?: number;
+}
+
+/** `id`, `-id`, `name` (by the name's code points, ties by id) or `-name`. */
+export type PlantSort = NonNullable<NonNullable<operations['listPlants']['parameters']['query']>['sort']>;
+
+/** Which plants a listing holds, in which order; every field optional, the filters ANDed. */
+export interface PlantQuery {
+  /** Plants whose tag equals this exactly, or any of these (up to 16). */
+  tag?: string | readonly string[];
+  /** Plants whose name contains this, ignoring case (Unicode simple case folding). */
+  q?: string;
+  sort?: PlantSort;
 }
 
 export interface PlantWithTag {

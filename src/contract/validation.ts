@@ -1,10 +1,17 @@
 import type { FastifySchemaCompiler } from 'fastify';
-import { validateListQuery, validateNewPlant, validatePlantIdParams, validatePlantPatch } from '../plants/validate.js';
+import {
+  validateListQuery,
+  validateNewPlant,
+  validateNewPlants,
+  validatePlantIdParams,
+  validatePlantPatch,
+} from '../plants/validate.js';
 import { WEBHOOK_VALIDATORS } from '../webhooks/validate.js';
 
 /** Which exact check stands behind each input schema (see plants/validate.ts for why not Ajv). */
 const EXACT_VALIDATORS: Record<string, (input: unknown) => unknown> = {
-  NewPlant: validateNewPlant,
+  NewPlant: (body) => validateNewPlant(body),
+  NewPlants: validateNewPlants,
   ListQuery: validateListQuery,
   PlantPatch: validatePlantPatch,
   PlantIdParams: validatePlantIdParams,
@@ -17,7 +24,7 @@ const EXACT_VALIDATORS: Record<string, (input: unknown) => unknown> = {
  * keeps a returned value as the request's headers, and from then on every read of
  * `request.headers` copies all of them into a new object.
  */
-const DECLARED_ONLY = new Set(['IfMatchHeaders', 'IfNoneMatchHeaders']);
+const DECLARED_ONLY = new Set(['IfMatchHeaders', 'IfNoneMatchHeaders', 'ListHeaders']);
 const anything = () => true;
 
 export const exactValidatorCompiler: FastifySchemaCompiler<{ $id?: string }> = ({ schema, url, httpPart }) => {

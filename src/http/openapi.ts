@@ -25,7 +25,9 @@ export const ERRORS = {
     description:
       'Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), ' +
       'a value outside the limits its schema states (id outside int64, name empty or over 256 characters, ' +
-      'tag over 256 characters, U+0000 in a text), or a bad query parameter. The message names the offending field.',
+      'tag over 256 characters, U+0000 in a text), or a bad query parameter (limit, tag, q, sort, or a cursor ' +
+      'sent with other filters or order than it was made for). The message names the offending field or ' +
+      'parameter; in a batch, with the index of the item ([3].name).',
     message: 'name must be a string',
   },
   401: {
@@ -51,7 +53,8 @@ export const ERRORS = {
   409: {
     description:
       'Conflict with what is stored: for a create, the account already has a plant with this id ' +
-      'and a different name or tag; for a new webhook endpoint, the account already has 16; ' +
+      'and a different name or tag (in a batch, the message names the item: [3].id); for a new webhook ' +
+      'endpoint, the account already has 16; ' +
       'for a recover, the endpoint is disabled.',
     message: 'a different plant with id 1 already exists',
   },
@@ -59,7 +62,10 @@ export const ERRORS = {
     description: 'If-Match names another version than the current ETag: someone changed it first, and nothing changed.',
     message: 'the plant has changed: If-Match does not match its current ETag; read it again',
   },
-  413: { description: 'The body is larger than 16 KiB.', message: 'request body is larger than 16384 bytes' },
+  413: {
+    description: 'The body is larger than the operation takes: 16 KiB, or 1 MiB for POST /plants/batch.',
+    message: 'request body is larger than 16384 bytes',
+  },
   415: {
     description:
       'Content-Type is missing or is not application/json (any charset) or application/*+json, ' +

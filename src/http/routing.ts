@@ -45,15 +45,24 @@ export function notFoundOrWrongMethod(app: FastifyInstance) {
 
   const routingError = (request: FastifyRequest): HttpError => {
     const path = request.url.split('?', 1)[0]!;
-    const known = paths.find((p) => p.pattern.test(path));
+    // A path of its own (`/plants/batch`) before a pattern that also matches it (`/plants/:id`).
+    const known = paths.find((p) => p.url === path) ?? paths.find((p) => p.pattern.test(path));
     if (known === undefined) return new HttpError(404, `no such path: ${path}`);
     request.metricsRoute = known.url;
     const allow = [...known.methods].sort(byMethodOrder).join(', ');
     return new HttpError(405, `${request.method} is not allowed on ${path}; use ${allow}`, { allow });
   };
 
+  /** `GET /plants/batch` reaches `/plants/:id`, but the path is `/plants/batch`'s, which has no GET. */
+  const shadowed = (request: FastifyRequest): boolean => {
+    const route = request.routeOptions.url;
+    if (route === undefined || !route.includes(':')) return false;
+    const path = request.url.split('?', 1)[0]!;
+    return paths.some((p) => p.url === path);
+  };
+
   app.addHook('onRequest', (request, _reply, done) =>
-    done(request.is404 || hasEmptySegment(request) ? routingError(request) : undefined),
+    done(request.is404 || hasEmptySegment(request) || shadowed(request) ? routingError(request) : undefined),
   );
   // A route that finds nothing to serve after all (a missing file under /docs/static/) ends here.
   app.setNotFoundHandler(async (request) => {

@@ -1,26 +1,13 @@
-import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { JSON_CONTENT_TYPE } from '../errors.js';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { requireJsonBody, requireMergePatchBody } from '../http/json-body.js';
 import { errorResponses, TAGS } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
-import {
-  IfMatchHeaders,
-  IfNoneMatchHeaders,
-  ListQuery,
-  NewPlant,
-  PlantIdParams,
-  PlantPatch,
-  Plants,
-} from '../schemas.js';
+import { IfMatchHeaders, IfNoneMatchHeaders, NewPlant, PlantIdParams, PlantPatch } from '../schemas.js';
 import type { StoredPlant } from '../storage/types/plants.js';
 import { etagOf, ifMatch, notModified } from './etag.js';
-import { jsonArray, pageBody } from './json-bodies.js';
+import { batchRoute } from './batch-route.js';
+import { listRoute } from './list-route.js';
 import { toPlant, type PlantService } from './service.js';
-
-function nextLink(request: FastifyRequest, limit: number, cursor: string): string {
-  return `<${request.protocol}://${request.host}/plants?limit=${limit}&cursor=${cursor}>; rel="next"`;
-}
 
 const ETAG_HEADER = { ETag: { type: 'string', description: "The plant's strong entity tag" } };
 const REVALIDATE_HEADERS = {
@@ -60,41 +47,9 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
     },
     async (request) => plants.create(request.caller!.account, request.body),
   );
+  batchRoute(app, plants);
 
-  app.get<{ Querystring: ListQuery }>(
-    '/plants',
-    {
-      config: ACCOUNT_RATE_LIMITED,
-      onRequest: app.requireScope('plants:read'),
-      schema: {
-        operationId: 'listPlants',
-        tags: [TAGS.plants],
-        summary: 'Returns all plants from the system that the user has access to',
-        description:
-          "Needs the plants:read scope. Only the caller's account's plants, in ascending id order. " +
-          'Without limit, the whole list is streamed. With limit, when more plants remain, ' +
-          'a Link header with rel="next" gives the URL of the next page.',
-        querystring: ListQuery,
-        response: {
-          200: {
-            description: 'The plants, ascending by id',
-            headers: { Link: { type: 'string', description: '<URL>; rel="next" when more plants remain' } },
-            ...Plants,
-          },
-          ...errorResponses(400, 401, 403, 415, 429, 500, 503),
-        },
-      },
-    },
-    async (request, reply) => {
-      const { account } = request.caller!;
-      const { limit, cursor } = request.query;
-      if (limit === undefined)
-        return reply.type(JSON_CONTENT_TYPE).send(Readable.from(jsonArray(plants.all(account, cursor))));
-      const page = await plants.page(account, limit, cursor);
-      if (page.next !== null) reply.header('link', nextLink(request, limit, page.next));
-      return reply.type(JSON_CONTENT_TYPE).send(pageBody(page));
-    },
-  );
+  listRoute(app, plants);
 
   app.get<{ Params: PlantIdParams }>(
     '/plants/:id',

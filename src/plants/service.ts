@@ -5,13 +5,33 @@ import type { HistogramSeries } from '../ops/histogram.js';
 import { startStorageCall } from '../ops/timed.js';
 import type { NewPlant, Plant, PlantPatch } from '../schemas.js';
 import { groupCommit } from '../storage/group-commit.js';
+import type { PlantFilter, PlantListing, PlantOrder } from '../storage/plant-query.js';
 import type { Storage } from '../storage/types.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, Precondition, StoredPlant } from '../storage/types/plants.js';
-import { decodeCursor, encodeCursor } from './cursor.js';
+import { decodeCursor, encodeCursor, type ListingShape } from './cursor.js';
 import { newRevision } from './etag.js';
 import { CachedPages } from './cached-pages.js';
 import type { Page } from './page.js';
 import { turnEnd } from './turn-end.js';
+
+/** What a client asks of a listing: its filters and order, and where its previous page ended. */
+export interface ListRequest {
+  filter: PlantFilter;
+  order: PlantOrder;
+  cursor?: string | undefined;
+}
+
+const NO_FILTER: PlantFilter = { tags: null, text: null };
+
+/** The whole account in id order: the listing the page cache serves. */
+function isPlainListing(shape: ListingShape): boolean {
+  return shape.order === 'id' && shape.filter.tags === null && shape.filter.text === null;
+}
+
+function listingOf(request: ListRequest): PlantListing {
+  const shape = { filter: request.filter, order: request.order };
+  return { ...shape, after: request.cursor === undefined ? null : decodeCursor(shape, request.cursor) };
+}
 
 export function toPlant(record: PlantRecord): Plant {
   return record.tag === null ? { name: record.name } : { name: record.name, tag: record.tag };
@@ -44,6 +64,7 @@ function appliedPlant(id: bigint, outcome: ChangeOutcome): StoredPlant {
   if (outcome.status === 'precondition-failed') {
     throw new HttpError(412, 'the plant has changed: If-Match does not match its current ETag; read it again');
   }
+  if (!('plant' in outcome)) throw new Error(`a change of one plant answered ${outcome.status}`);
   return outcome.plant;
 }
 
@@ -84,6 +105,32 @@ export class PlantService {
     return toPlant(stored);
   }
 
+  /**
+   * Stores every plant or none (one change through the group commit, so one transaction): an item
+   * whose id the account holds with a different name or tag is a 409 naming its index. Items that
+   * repeat a stored plant are replays. Answers the plants in the request's order.
+   */
+  async createMany(account: string, inputs: NewPlant[]): Promise<Plant[]> {
+    const plants = inputs.map((input): StoredPlant => ({
+      id: input.id,
+      name: input.name,
+      tag: input.tag ?? null,
+      revision: newRevision(),
+    }));
+    const eventIds = plants.map(() => newEventId());
+    const outcome = await timed(storageOperation.insert, () =>
+      this.write({ kind: 'create-many', account, plants, eventIds }),
+    );
+    if (outcome.status === 'conflict') {
+      const { id } = plants[outcome.index]!;
+      throw new HttpError(409, `[${outcome.index}].id: a different plant with id ${id} already exists`);
+    }
+    if (outcome.status !== 'all-applied') throw new Error(`a create-many answered ${outcome.status}`);
+    plantsCreated.inc(outcome.created.filter(Boolean).length);
+    createsAcknowledged.inc();
+    return outcome.plants.map(toPlant);
+  }
+
   async get(account: string, id: bigint): Promise<StoredPlant> {
     await turnEnd();
     const plant = await timed(storageOperation.get, () => this.storage.getPlant(account, id));
@@ -110,24 +157,33 @@ export class PlantService {
     appliedPlant(id, await timed(storageOperation.delete, () => this.write(change)));
   }
 
-  async page(account: string, limit: number, cursor: string | undefined): Promise<Page> {
-    const after = cursor === undefined ? null : decodeCursor(cursor);
+  async page(account: string, limit: number, request: ListRequest): Promise<Page> {
+    const listing = listingOf(request);
     if (limit === 0) return { plants: [], next: null, shared: false };
-    const load = async (): Promise<Page> => {
-      const rows = await timed(storageOperation.list, () => this.storage.listPlants(account, after, limit + 1));
-      const more = rows.length > limit;
-      return {
-        plants: (more ? rows.slice(0, limit) : rows).map(toPlant),
-        next: more ? encodeCursor(rows[limit - 1]!.id) : null,
-        shared: false,
-      };
-    };
-    return this.pages === null ? load() : this.pages.page(account, after, limit, load);
+    const load = () => this.readPage(account, listing, limit);
+    // Only the plain listing is cached: its pages are what the cache's rules keep exact.
+    if (this.pages === null || !isPlainListing(listing)) return load();
+    return this.pages.page(account, listing.after?.id ?? null, limit, load);
   }
 
-  /** Every plant from the cursor on; a bad cursor throws here, before any byte is sent. */
-  all(account: string, cursor: string | undefined): AsyncIterable<Plant[]> {
-    const after = cursor === undefined ? null : decodeCursor(cursor);
-    return toPlantChunks(this.storage.streamPlants(account, after));
+  private async readPage(account: string, listing: PlantListing, limit: number): Promise<Page> {
+    const rows = await timed(storageOperation.list, () => this.storage.listPlants(account, listing, limit + 1));
+    const more = rows.length > limit;
+    const last = rows[limit - 1]!;
+    return {
+      plants: (more ? rows.slice(0, limit) : rows).map(toPlant),
+      next: more ? encodeCursor(listing, { id: last.id, name: last.name }) : null,
+      shared: false,
+    };
+  }
+
+  /** How many plants of the account match the filter, over all pages. */
+  count(account: string, filter: PlantFilter = NO_FILTER): Promise<number> {
+    return timed(storageOperation.list, () => this.storage.countPlants(account, filter));
+  }
+
+  /** Every plant of the listing from the cursor on; a bad cursor throws here, before any byte is sent. */
+  all(account: string, request: ListRequest): AsyncIterable<Plant[]> {
+    return toPlantChunks(this.storage.streamPlants(account, listingOf(request)));
   }
 }

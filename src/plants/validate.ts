@@ -1,5 +1,7 @@
 import { HttpError } from '../errors.js';
-import { LIMITS, type ListQuery, type NewPlant, type PlantIdParams, type PlantPatch } from '../schemas.js';
+import { LIMITS, type NewPlant, type PlantIdParams, type PlantPatch } from '../schemas.js';
+import type { ListQuery } from './list-query.js';
+import { PLANT_ORDERS, type PlantOrder } from '../storage/plant-query.js';
 
 /**
  * The exact checks behind the `NewPlant` and `ListQuery` schemas. Ajv cannot do these: it
@@ -42,18 +44,51 @@ function checkId(value: unknown): bigint {
   return BigInt(value);
 }
 
-function jsonObject(body: unknown): Record<string, unknown> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) bad('request body must be a JSON object');
+function jsonObject(body: unknown, what = 'request body'): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) bad(`${what} must be a JSON object`);
   return body as Record<string, unknown>;
 }
 
-export function validateNewPlant(body: unknown): NewPlant {
-  const fields = jsonObject(body);
-  const id = checkId(fields.id);
-  if (fields.name === undefined) bad('name is required');
-  const name = checkText('name', fields.name, 1);
+/** One plant to create; `at` names it inside a batch (`[3]`), so that each message names `[3].name`. */
+export function validateNewPlant(body: unknown, at = ''): NewPlant {
+  const fields = jsonObject(body, at === '' ? 'request body' : at);
+  const field = (name: string) => (at === '' ? name : `${at}.${name}`);
+  const id = withField(field('id'), 'id', () => checkId(fields.id));
+  if (fields.name === undefined) bad(`${field('name')} is required`);
+  const name = checkText(field('name'), fields.name, 1);
   if (fields.tag === undefined) return { id, name };
-  return { id, name, tag: checkText('tag', fields.tag, 0) };
+  return { id, name, tag: checkText(field('tag'), fields.tag, 0) };
+}
+
+/** checkId's messages begin with `id`; inside a batch they name the item's id instead. */
+function withField<T>(field: string, plain: string, check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (field === plain || !(error instanceof HttpError)) throw error;
+    throw new HttpError(400, field + error.message.slice(plain.length));
+  }
+}
+
+/**
+ * The body of `POST /plants/batch`: 1 to 1,000 plants, each judged as one create, the first bad
+ * one named by its index; then an id given twice with different content is a 400 naming the later item.
+ */
+export function validateNewPlants(body: unknown): NewPlant[] {
+  if (!Array.isArray(body) || body.length < 1 || body.length > LIMITS.batchItems) {
+    bad(`request body must be a JSON array of 1 to ${LIMITS.batchItems} plants`);
+  }
+  const plants = body.map((item, i) => validateNewPlant(item, `[${i}]`));
+  const seen = new Map<bigint, number>();
+  plants.forEach((plant, i) => {
+    const first = seen.get(plant.id);
+    if (first === undefined) return void seen.set(plant.id, i);
+    const earlier = plants[first]!;
+    if (earlier.name !== plant.name || earlier.tag !== plant.tag) {
+      bad(`[${i}].id repeats the id of [${first}] with a different name or tag`);
+    }
+  });
+  return plants;
 }
 
 /** A merge patch: `name` may change but not go, `tag: null` removes the tag, `id` must be the path's (checked by the service). */
@@ -86,11 +121,31 @@ function single(name: string, value: unknown): string | undefined {
   return value as string | undefined;
 }
 
+function checkTags(value: unknown): string[] | undefined {
+  if (value === undefined) return undefined;
+  const tags = [value].flat() as string[];
+  if (tags.length > LIMITS.tagFilters) bad(`tag may be given at most ${LIMITS.tagFilters} times`);
+  for (const tag of tags) checkText('tag', tag, 0);
+  return tags;
+}
+
+function checkSort(value: string | undefined): PlantOrder | undefined {
+  if (value === undefined) return undefined;
+  if (!PLANT_ORDERS.includes(value as PlantOrder)) bad(`sort must be one of ${PLANT_ORDERS.join(', ')}`);
+  return value as PlantOrder;
+}
+
 export function validateListQuery(query: unknown): ListQuery {
   const params = (query ?? {}) as Record<string, unknown>;
   const limitText = single('limit', params.limit);
   const cursor = single('cursor', params.cursor);
+  const q = single('q', params.q);
+  const sort = checkSort(single('sort', params.sort));
+  const tag = checkTags(params.tag);
   const result: ListQuery = {};
+  if (tag !== undefined) result.tag = tag;
+  if (q !== undefined) result.q = checkText('q', q, 1);
+  if (sort !== undefined) result.sort = sort;
   if (limitText !== undefined) {
     if (!UNSIGNED_INTEGER.test(limitText) || Number(limitText) > LIMITS.limitMax) {
       bad(`limit must be an integer from 0 to ${LIMITS.limitMax}`);

@@ -1,4 +1,4 @@
-import type { PlantChange, StoredPlant } from './types/plants.js';
+import type { PlantChange, PlantRecord, StoredPlant } from './types/plants.js';
 
 /** The engine-independent rules of applying a change: both engines call these inside their transaction. */
 
@@ -8,4 +8,24 @@ export function updated(current: StoredPlant, change: Extract<PlantChange, { kin
   const tag = change.set.tag === undefined ? current.tag : change.set.tag;
   if (name === current.name && tag === current.tag) return null;
   return { id: current.id, name, tag, revision: change.revision };
+}
+
+/** The `create` changes a `create-many` is made of: each item is written as one create is. */
+export function itemsOf(
+  change: Extract<PlantChange, { kind: 'create-many' }>,
+): Array<Extract<PlantChange, { kind: 'create' }>> {
+  return change.plants.map((plant, i) => ({
+    kind: 'create',
+    account: change.account,
+    plant,
+    eventId: change.eventIds[i]!,
+  }));
+}
+
+/** The first item that the account holds under its id with a different name or tag, or -1. */
+export function firstConflict(items: PlantRecord[], stored: Array<PlantRecord | undefined>): number {
+  return items.findIndex((item, i) => {
+    const current = stored[i];
+    return current !== undefined && (current.name !== item.name || current.tag !== item.tag);
+  });
 }

@@ -51,7 +51,8 @@ export const COPY_TABLES: CopyTable[] = [
   {
     name: 'plants',
     key: ['id'],
-    columns: { account: 'text', id: 'int64', name: 'text', tag: 'text', revision: 'int64' },
+    // name_folded travels with the name: the destination's triggers index it as it comes (migration 5).
+    columns: { account: 'text', id: 'int64', name: 'text', tag: 'text', revision: 'int64', name_folded: 'text' },
   },
   {
     name: 'webhook_endpoints',

@@ -3,6 +3,25 @@ import type { ChangeOutcome, PlantChange } from './types/plants.js';
 
 /** At most this many changes per transaction: one commit never holds the store (or the event loop) for long. */
 const MAX_BATCH = 512;
+/**
+ * And at most this many plants written (a batch of POST /plants/batch counts its items): several
+ * batches share a commit, but hundreds of them (half a million plants) never make one transaction.
+ */
+const MAX_PLANTS = 4_096;
+
+const plantsOf = (change: PlantChange) => (change.kind === 'create-many' ? change.plants.length : 1);
+
+/** The next transaction's changes: the first always, then as many as the bounds allow. */
+function nextBatch(queue: Pending[]): Pending[] {
+  let count = 1;
+  let plants = plantsOf(queue[0]!.change);
+  while (count < queue.length && count < MAX_BATCH) {
+    plants += plantsOf(queue[count]!.change);
+    if (plants > MAX_PLANTS) break;
+    count++;
+  }
+  return queue.splice(0, count);
+}
 
 /**
  * Who above storage wants to know of its writes (metrics, the plants' page cache), told without
@@ -33,7 +52,7 @@ interface Pending {
  * and no timer ever delays a lone change. While a commit is in flight (PostgreSQL commits are
  * asynchronous), new changes queue up and form the next batch. SQLite commits synchronously, so
  * the requests that arrive during one commit are all read in the next turn and share the next
- * commit: the slower the fsync, the larger the batches (self-clocking), each bounded by MAX_BATCH.
+ * commit: the slower the fsync, the larger the batches (self-clocking), each bounded by MAX_BATCH and MAX_PLANTS.
  *
  * Changes apply in the order they arrived, each with its own outcome. Each caller is answered only
  * after the commit that holds its change (and the webhook events it queued) is durable. If a batch
@@ -79,8 +98,7 @@ export function groupCommit(
     scheduled = false;
     committing = true;
     while (queue.length > 0) {
-      const batch = queue.splice(0, MAX_BATCH);
-      await commit(batch);
+      await commit(nextBatch(queue));
     }
     committing = false;
   }

@@ -39,3 +39,26 @@ export function listPlants(base: string, token: string, query = ''): Promise<Rep
 export function nextLink(reply: Reply): string | null {
   return /<([^>]+)>;\s*rel="next"/.exec(reply.headers.get('link') ?? '')?.[1] ?? null;
 }
+
+/** POST /plants/batch with a raw JSON text body (so ids beyond 2^53 stay exact). */
+export function postBatch(base: string, token: string, body: string | unknown[], contentType = 'application/json') {
+  return call(`${base}/plants/batch`, {
+    method: 'POST',
+    token,
+    headers: { 'content-type': contentType },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+/** Follows rel="next" from `first` to the end; every page's names, in order, and the pages' count. */
+export async function allPages(token: string, first: string, headers: Record<string, string> = {}) {
+  const names: string[] = [];
+  let pages = 0;
+  for (let url: string | null = first; url !== null; pages++) {
+    const reply: Reply = await call(url, { token, headers });
+    if (reply.status !== 200) throw new Error(`page ${pages} answered ${reply.status}: ${reply.text}`);
+    names.push(...(reply.json as Array<{ name: string }>).map((p) => p.name));
+    url = nextLink(reply);
+  }
+  return { names, pages };
+}

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { newToken } from '../../src/auth/api-tokens.js';
 import { groupCommit } from '../../src/storage/group-commit.js';
+import type { PlantListing } from '../../src/storage/plant-query.js';
 import { openStorage } from '../../src/storage/open.js';
 import { sqlitePath } from '../../src/storage/sqlite/index.js';
 import type { Storage } from '../../src/storage/types.js';
@@ -23,7 +24,13 @@ const TWO_POW_53 = 9007199254740992n;
 
 const plant = (id: bigint, name = `plant ${id}`, tag: string | null = null): PlantRecord => ({ id, name, tag });
 const write = (account: string, p: PlantRecord): PlantWrite => ({ account, plant: p });
-const create = (account: string, p: PlantRecord, n = 0): PlantChange => ({
+/** The plain listing: every plant in id order, after `afterId`. */
+const idOrder = (afterId: bigint | null): PlantListing => ({
+  filter: { tags: null, text: null },
+  order: 'id',
+  after: afterId === null ? null : { id: afterId, name: '' },
+});
+const create = (account: string, p: PlantRecord, n = 0): Extract<PlantChange, { kind: 'create' }> => ({
   kind: 'create',
   account,
   plant: { ...p, revision: BigInt(n + 1) },
@@ -55,7 +62,7 @@ const byId = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
 async function everything(storage: Storage, account: string): Promise<{ chunks: number; rows: PlantRecord[] }> {
   let chunks = 0;
   const rows: PlantRecord[] = [];
-  for await (const chunk of storage.streamPlants(account, null)) {
+  for await (const chunk of storage.streamPlants(account, idOrder(null))) {
     chunks++;
     rows.push(...chunk);
   }
@@ -113,7 +120,7 @@ for (const engine of ENGINES) {
         outcomes.every((o) => o.created),
         '2^53 and 2^53 + 1 are two different plants',
       );
-      const listed = await storage().listPlants('exact', null, 100);
+      const listed = await storage().listPlants('exact', idOrder(null), 100);
       assert.deepEqual(
         listed.map((p) => p.id),
         ids,
@@ -133,7 +140,7 @@ for (const engine of ENGINES) {
       );
       const sorted = [...ids].sort(byId);
       assert.deepEqual(
-        (await storage().listPlants('order', null, 100)).map((p) => p.id),
+        (await storage().listPlants('order', idOrder(null), 100)).map((p) => p.id),
         sorted,
       );
       assert.deepEqual(
@@ -141,7 +148,7 @@ for (const engine of ENGINES) {
         sorted,
       );
       assert.deepEqual(
-        (await storage().listPlants('order', -3n, 3)).map((p) => p.id),
+        (await storage().listPlants('order', idOrder(-3n), 3)).map((p) => p.id),
         [0n, 1n, 9n],
       );
     });
@@ -149,10 +156,10 @@ for (const engine of ENGINES) {
     it('keeps accounts apart: the same id in two accounts is two plants', async () => {
       const [a, b] = await insertPlants(storage(), [write('iso-a', plant(7n, 'A')), write('iso-b', plant(7n, 'B'))]);
       assert.deepEqual([a!.created, b!.created], [true, true]);
-      assert.deepEqual(await storage().listPlants('iso-a', null, 10), [plant(7n, 'A')]);
-      assert.deepEqual(await storage().listPlants('iso-b', null, 10), [plant(7n, 'B')]);
+      assert.deepEqual(await storage().listPlants('iso-a', idOrder(null), 10), [plant(7n, 'A')]);
+      assert.deepEqual(await storage().listPlants('iso-b', idOrder(null), 10), [plant(7n, 'B')]);
       assert.deepEqual((await everything(storage(), 'iso-a')).rows, [plant(7n, 'A')]);
-      assert.deepEqual(await storage().listPlants('iso-nobody', null, 10), []);
+      assert.deepEqual(await storage().listPlants('iso-nobody', idOrder(null), 10), []);
     });
 
     it('reports an existing id as not created, with the plant already stored', async () => {
@@ -166,7 +173,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(await insertPlants(storage(), [write('replay', plant(42n, 'Fern', null))]), [
         { created: false, stored: original },
       ]);
-      assert.deepEqual(await storage().listPlants('replay', null, 10), [original]);
+      assert.deepEqual(await storage().listPlants('replay', idOrder(null), 10), [original]);
     });
 
     it('answers a batch in input order, a repeated id in the batch being a replay of the first', async () => {
@@ -203,7 +210,7 @@ for (const engine of ENGINES) {
         storage(),
         plants.map((p) => write('exact-text', p)),
       );
-      assert.deepEqual(await storage().listPlants('exact-text', null, 100), plants);
+      assert.deepEqual(await storage().listPlants('exact-text', idOrder(null), 100), plants);
     });
 
     it('pages and streams 2,600 plants, each exactly once and in order', async () => {
@@ -217,7 +224,7 @@ for (const engine of ENGINES) {
 
       const paged: bigint[] = [];
       for (let after: bigint | null = null; ;) {
-        const page = await storage().listPlants('many', after, 250);
+        const page = await storage().listPlants('many', idOrder(after), 250);
         paged.push(...page.map((p) => p.id));
         if (page.length < 250) break;
         after = page[page.length - 1]!.id;
@@ -232,7 +239,8 @@ for (const engine of ENGINES) {
       assert.ok(chunks > 1, 'the stream arrives in chunks, never all rows at once');
 
       const rest: bigint[] = [];
-      for await (const chunk of storage().streamPlants('many', expected[1_000]!)) rest.push(...chunk.map((p) => p.id));
+      for await (const chunk of storage().streamPlants('many', idOrder(expected[1_000]!)))
+        rest.push(...chunk.map((p) => p.id));
       assert.deepEqual(rest, expected.slice(1_001));
     });
 
@@ -246,12 +254,12 @@ for (const engine of ENGINES) {
         );
         // More abandoned streams than a default connection pool holds: none may keep its connection.
         for (let i = 0; i < 15; i++) {
-          for await (const chunk of storage().streamPlants('abandon', null)) {
+          for await (const chunk of storage().streamPlants('abandon', idOrder(null))) {
             assert.ok(chunk.length > 0);
             break;
           }
         }
-        assert.equal((await storage().listPlants('abandon', 2_000n, 1_000)).length, 499);
+        assert.equal((await storage().listPlants('abandon', idOrder(2_000n), 1_000)).length, 499);
       },
     );
 
@@ -264,7 +272,7 @@ for (const engine of ENGINES) {
       assert.ok(
         outcomes.every((o) => 'plant' in o && o.plant.id === 77n && o.plant.name === 'Same' && o.plant.tag === null),
       );
-      assert.deepEqual(await storage().listPlants('race', null, 10), [plant(77n, 'Same')]);
+      assert.deepEqual(await storage().listPlants('race', idOrder(null), 10), [plant(77n, 'Same')]);
     });
 
     describe('tokens', () => {
@@ -379,7 +387,7 @@ for (const engine of ENGINES) {
         ]),
         /boom/,
       );
-      assert.deepEqual(await storage().listPlants('atomic', null, 10), [plant(1n, 'before')]);
+      assert.deepEqual(await storage().listPlants('atomic', idOrder(null), 10), [plant(1n, 'before')]);
     });
 
     describe('the outbox: one delivery row per subscribed, enabled endpoint, in the same transaction', () => {
@@ -589,10 +597,10 @@ for (const engine of ENGINES) {
     const store = freshStores(engine, 5);
 
     it('migrates exactly once when they all open at the same moment', async () => {
-      // SQLite's fourth is its packed outbox (src/storage/sqlite/migrations.ts).
+      // SQLite's fourth is its packed outbox (src/storage/sqlite/migrations.ts); the last of each, search.
       assert.deepEqual(
         await migrationsRecorded(engine, store.url),
-        engine.name === 'sqlite' ? [1, 2, 3, 4] : [1, 2, 3],
+        engine.name === 'sqlite' ? [1, 2, 3, 4, 5] : [1, 2, 3, 4],
       );
     });
 
@@ -610,7 +618,7 @@ for (const engine of ENGINES) {
       );
       assert.equal(outcomes.filter((o) => o.status === 'applied').length, 1);
       assert.ok(outcomes.every((o) => 'plant' in o && o.plant.name === 'Same' && o.plant.tag === 'x'));
-      assert.deepEqual(await store.stores[4]!.listPlants('race', null, 10), [plant(-5n, 'Same', 'x')]);
+      assert.deepEqual(await store.stores[4]!.listPlants('race', idOrder(null), 10), [plant(-5n, 'Same', 'x')]);
     });
 
     it('commits overlapping batches sent in opposite orders without a deadlock', async () => {

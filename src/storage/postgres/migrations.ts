@@ -1,4 +1,5 @@
-import type { Sql } from './connection.js';
+import type { Sql, Tx } from './connection.js';
+import { searchMigration } from './search-migration.js';
 
 /**
  * Versioned schema; `schema_migrations` records which have run. Append, never edit.
@@ -7,7 +8,7 @@ import type { Sql } from './connection.js';
  * so `plants`, `webhook_endpoints` and `webhook_deliveries` can be distributed by `account`
  * (Citus, CockroachDB) without changing a statement; `api_tokens` is a reference table.
  */
-const MIGRATIONS = [
+const MIGRATIONS: Array<string | ((tx: Tx) => Promise<void>)> = [
   `CREATE TABLE plants (
      account text NOT NULL,
      id bigint NOT NULL,
@@ -67,6 +68,8 @@ const MIGRATIONS = [
    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at, created_at) WHERE state = 'pending';
    CREATE INDEX webhook_deliveries_settled ON webhook_deliveries (updated_at) WHERE state <> 'pending';
    CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (account, endpoint_id, created_at);`,
+  // Finding plants: the folded names, the tag and name indexes, the trigram index (search-migration.ts).
+  searchMigration,
 ];
 
 /** Advisory lock keys are database-wide: this one is ASCII "plant-mi", unlikely to clash with another program's. */
@@ -87,7 +90,9 @@ export async function migrate(sql: Sql): Promise<void> {
              )`;
     const [{ done }] = await tx<[{ done: number }]>`SELECT coalesce(max(version), 0) AS done FROM schema_migrations`;
     for (let version = done + 1; version <= MIGRATIONS.length; version++) {
-      await tx.unsafe(MIGRATIONS[version - 1]!);
+      const migration = MIGRATIONS[version - 1]!;
+      if (typeof migration === 'string') await tx.unsafe(migration);
+      else await migration(tx);
       await tx`INSERT INTO schema_migrations (version) VALUES (${version})`;
     }
   });

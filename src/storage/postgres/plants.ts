@@ -1,14 +1,20 @@
 import { EVENT_OF } from '../../events/plant-event.js';
-import { updated } from '../changes.js';
+import { foldCase } from '../case-fold.js';
+import { firstConflict, itemsOf, updated } from '../changes.js';
 import type { Storage } from '../types.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, StoredPlant } from '../types/plants.js';
 import type { Sql, Tx } from './connection.js';
 import { queueEvents, type QueuedEvent } from './outbox.js';
+import { postgresListing } from './plant-listing.js';
 
 const STREAM_CHUNK_ROWS = 1000;
 
 type Create = Extract<PlantChange, { kind: 'create' }>;
-type PlantStorage = Pick<Storage, 'applyChanges' | 'getPlant' | 'listPlants' | 'streamPlants' | 'plantsVersion'>;
+type CreateMany = Extract<PlantChange, { kind: 'create-many' }>;
+type PlantStorage = Pick<
+  Storage,
+  'applyChanges' | 'getPlant' | 'listPlants' | 'streamPlants' | 'countPlants' | 'plantsVersion'
+>;
 
 /** Unambiguous: the id part never contains a space. */
 const keyOf = (account: string, id: bigint) => `${id} ${account}`;
@@ -30,12 +36,13 @@ function firstOfEachKey(creates: Create[]): Create[] {
 async function createAll(tx: Tx, creates: Create[]): Promise<ChangeOutcome[]> {
   const firsts = firstOfEachKey(creates);
   const inserted = await tx<{ account: string; id: bigint }[]>`
-    INSERT INTO plants (account, id, name, tag, revision)
+    INSERT INTO plants (account, id, name, tag, revision, name_folded)
     SELECT * FROM unnest(${tx.array(firsts.map((c) => c.account))}::text[],
                          ${tx.array(firsts.map((c) => c.plant.id))}::int8[],
                          ${tx.array(firsts.map((c) => c.plant.name))}::text[],
                          ${tx.array(firsts.map((c) => c.plant.tag))}::text[],
-                         ${tx.array(firsts.map((c) => c.plant.revision))}::int8[])
+                         ${tx.array(firsts.map((c) => c.plant.revision))}::int8[],
+                         ${tx.array(firsts.map((c) => foldCase(c.plant.name)))}::text[])
     ON CONFLICT (account, id) DO NOTHING
     RETURNING account, id`;
   const created = new Set(inserted.map((row) => keyOf(row.account, row.id)));
@@ -66,16 +73,44 @@ async function createAll(tx: Tx, creates: Create[]): Promise<ChangeOutcome[]> {
   });
 }
 
+class Conflict extends Error {
+  constructor(readonly index: number) {
+    super(`item ${index} conflicts with a stored plant`);
+  }
+}
+
+/**
+ * Its items go through `createAll`, as a group of single creates does (their events included),
+ * inside a savepoint: an item that meets another plant under its id rolls all of them back.
+ * Comparing after the insert, not before, sees what other instances committed meanwhile.
+ */
+async function createMany(tx: Tx, change: CreateMany): Promise<ChangeOutcome> {
+  try {
+    return await tx.savepoint(async (sp) => {
+      const outcomes = await createAll(sp as Tx, itemsOf(change));
+      const stored = outcomes.map((outcome) => (outcome as { plant: StoredPlant }).plant);
+      const index = firstConflict(change.plants, stored);
+      if (index !== -1) throw new Conflict(index);
+      const created = outcomes.map((outcome) => outcome.status === 'applied');
+      return { status: 'all-applied', plants: stored, created } satisfies ChangeOutcome;
+    });
+  } catch (error) {
+    if (error instanceof Conflict) return { status: 'conflict', index: error.index };
+    throw error;
+  }
+}
+
 /** One change of a mixed batch, in order; its event is queued once the batch is done. */
 async function applyOne(tx: Tx, change: PlantChange, events: QueuedEvent[]): Promise<ChangeOutcome> {
+  if (change.kind === 'create-many') return createMany(tx, change);
   const { account } = change;
   const event = (plant: PlantRecord) =>
     events.push({ account, type: EVENT_OF[change.kind], eventId: change.eventId, plant });
   if (change.kind === 'create') {
     const { plant } = change;
     const inserted = await tx`
-      INSERT INTO plants (account, id, name, tag, revision)
-      VALUES (${account}, ${plant.id}, ${plant.name}, ${plant.tag}, ${plant.revision})
+      INSERT INTO plants (account, id, name, tag, revision, name_folded)
+      VALUES (${account}, ${plant.id}, ${plant.name}, ${plant.tag}, ${plant.revision}, ${foldCase(plant.name)})
       ON CONFLICT (account, id) DO NOTHING RETURNING id`;
     if (inserted.length === 1) {
       event(plant);
@@ -95,14 +130,15 @@ async function applyOne(tx: Tx, change: PlantChange, events: QueuedEvent[]): Pro
   }
   const after = updated(before, change);
   if (after === null) return { status: 'unchanged', plant: before };
-  await tx`UPDATE plants SET name = ${after.name}, tag = ${after.tag}, revision = ${after.revision}
+  await tx`UPDATE plants SET name = ${after.name}, tag = ${after.tag}, revision = ${after.revision},
+                            name_folded = ${foldCase(after.name)}
            WHERE account = ${account} AND id = ${id}`;
   event(after);
   return { status: 'applied', plant: after };
 }
 
 export function postgresPlants(sql: Sql): PlantStorage {
-  const afterIdFilter = (afterId: bigint | null) => (afterId === null ? sql`` : sql`AND id > ${afterId}`);
+  const listing = postgresListing(sql);
 
   return {
     async applyChanges(changes) {
@@ -122,18 +158,22 @@ export function postgresPlants(sql: Sql): PlantStorage {
       return row ?? null;
     },
 
-    async listPlants(account, afterId, limit) {
-      const rows = await sql<PlantRecord[]>`
-        SELECT id, name, tag FROM plants WHERE account = ${account} ${afterIdFilter(afterId)} ORDER BY id LIMIT ${limit}`;
-      return [...rows]; // a plain array, not the driver's result with its statement details
+    async listPlants(account, query, limit) {
+      const rows = await listing.select(account, query, limit);
+      return [...rows] as PlantRecord[]; // a plain array, not the driver's result with its statement details
     },
 
-    async *streamPlants(account, afterId) {
+    async countPlants(account, filter) {
+      const [{ count }] = await listing.count(account, filter);
+      return Number(count);
+    },
+
+    async *streamPlants(account, query) {
       // A server-side cursor: one snapshot for the whole listing, STREAM_CHUNK_ROWS in memory at a
       // time. It holds a pooled connection until the listing ends or the client goes away.
-      const query = sql<PlantRecord[]>`
-        SELECT id, name, tag FROM plants WHERE account = ${account} ${afterIdFilter(afterId)} ORDER BY id`;
-      for await (const rows of query.cursor(STREAM_CHUNK_ROWS)) yield [...rows];
+      for await (const rows of listing.select(account, query, null).cursor(STREAM_CHUNK_ROWS)) {
+        yield [...rows] as PlantRecord[];
+      }
     },
 
     plantsVersion() {

@@ -1,10 +1,11 @@
 import type Database from 'better-sqlite3';
+import { searchMigration } from './search-migration.js';
 
 /**
  * Versioned schema; `PRAGMA user_version` records how many have run. Append, never edit.
  * Every table is keyed by account first, as `plants` is.
  */
-const MIGRATIONS = [
+const MIGRATIONS: Array<string | ((db: Database.Database) => void)> = [
   `CREATE TABLE plants (
      account TEXT NOT NULL,
      id INTEGER NOT NULL,
@@ -79,13 +80,19 @@ const MIGRATIONS = [
      PRIMARY KEY (account, endpoint_id, first_event_id)
    ) WITHOUT ROWID;
    CREATE INDEX webhook_outbox_by_age ON webhook_outbox (created_at);`,
+  // Finding plants: the folded names, the tag and name indexes, the trigram index (search-migration.ts).
+  searchMigration,
 ];
 
 export function migrate(db: Database.Database) {
   // IMMEDIATE takes the write lock first, so processes starting together migrate one at a time.
   db.transaction(() => {
     const version = db.pragma('user_version', { simple: true }) as number;
-    for (let v = version; v < MIGRATIONS.length; v++) db.exec(MIGRATIONS[v]!);
+    for (let v = version; v < MIGRATIONS.length; v++) {
+      const migration = MIGRATIONS[v]!;
+      if (typeof migration === 'string') db.exec(migration);
+      else migration(db);
+    }
     db.pragma(`user_version = ${MIGRATIONS.length}`);
   }).immediate();
 }

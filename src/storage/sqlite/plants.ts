@@ -1,36 +1,32 @@
 import type Database from 'better-sqlite3';
 import { EVENT_OF } from '../../events/plant-event.js';
-import { updated } from '../changes.js';
+import { foldCase } from '../case-fold.js';
+import { firstConflict, itemsOf, updated } from '../changes.js';
+import type { PlantListing } from '../plant-query.js';
 import type { Storage } from '../types.js';
-import type { ChangeOutcome, PlantChange, PlantRecord, StoredPlant } from '../types/plants.js';
+import type { ChangeOutcome, PlantChange, StoredPlant } from '../types/plants.js';
 import { outbox, type EventQueue } from './outbox.js';
+import { sqlitePlantListing } from './plant-listing.js';
 
 const STREAM_CHUNK_ROWS = 1000;
 
-type PageRow = [id: bigint, name: string, tag: string | null];
-
-type PlantStorage = Pick<Storage, 'applyChanges' | 'getPlant' | 'listPlants' | 'streamPlants' | 'plantsVersion'>;
+type PlantStorage = Pick<
+  Storage,
+  'applyChanges' | 'getPlant' | 'listPlants' | 'streamPlants' | 'countPlants' | 'plantsVersion'
+>;
 
 export function sqlitePlants(db: Database.Database): PlantStorage {
   const insert = db.prepare(
-    'INSERT INTO plants (account, id, name, tag, revision) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+    'INSERT INTO plants (account, id, name, tag, revision, name_folded) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
   );
   const selectOne = db
     .prepare('SELECT id, name, tag, revision FROM plants WHERE account = ? AND id = ?')
     .safeIntegers(true);
-  const update = db.prepare('UPDATE plants SET name = ?, tag = ?, revision = ? WHERE account = ? AND id = ?');
+  const update = db.prepare(
+    'UPDATE plants SET name = ?, tag = ?, revision = ?, name_folded = ? WHERE account = ? AND id = ?',
+  );
   const remove = db.prepare('DELETE FROM plants WHERE account = ? AND id = ?');
-  // `LIMIT ? + 0`, not `LIMIT ?`: SQLite plans around a bare LIMIT parameter, so each new binding
-  // made it compile the statement again (a third of a GET's time). Rows come as arrays (`raw`),
-  // which better-sqlite3 builds much faster than objects.
-  const selectPage = db
-    .prepare('SELECT id, name, tag FROM plants WHERE account = ? AND id > ? ORDER BY id LIMIT ? + 0')
-    .safeIntegers(true)
-    .raw(true);
-  const selectFirstPage = db
-    .prepare('SELECT id, name, tag FROM plants WHERE account = ? ORDER BY id LIMIT ? + 0')
-    .safeIntegers(true)
-    .raw(true);
+  const listing = sqlitePlantListing(db);
   const eventQueue = outbox(db);
 
   // data_version moves when another connection (another process, or the webhook deliverer's own
@@ -46,12 +42,13 @@ export function sqlitePlants(db: Database.Database): PlantStorage {
     const { account } = change;
     if (change.kind === 'create') {
       const { plant } = change;
-      if (insert.run(account, plant.id, plant.name, plant.tag, plant.revision).changes === 0) {
+      if (insert.run(account, plant.id, plant.name, plant.tag, plant.revision, foldCase(plant.name)).changes === 0) {
         return { status: 'unchanged', plant: current(account, plant.id)! };
       }
       events.queue(account, EVENT_OF.create, change.eventId, plant);
       return { status: 'applied', plant };
     }
+    if (change.kind === 'create-many') return applyMany(change, events);
     const before = current(account, change.id);
     if (before === undefined) return { status: 'missing' };
     if (change.precondition && !change.precondition(before)) return { status: 'precondition-failed' };
@@ -62,9 +59,27 @@ export function sqlitePlants(db: Database.Database): PlantStorage {
     }
     const after = updated(before, change);
     if (after === null) return { status: 'unchanged', plant: before };
-    update.run(after.name, after.tag, after.revision, account, after.id);
+    update.run(after.name, after.tag, after.revision, foldCase(after.name), account, after.id);
     events.queue(account, EVENT_OF.update, change.eventId, after);
     return { status: 'applied', plant: after };
+  }
+
+  /**
+   * Judged whole before anything is written: the transaction holds the write lock, so what is read
+   * here is what the writes meet. Then each item goes through `applyOne` as one create does.
+   */
+  function applyMany(change: Extract<PlantChange, { kind: 'create-many' }>, events: EventQueue): ChangeOutcome {
+    const index = firstConflict(
+      change.plants,
+      change.plants.map((plant) => current(change.account, plant.id)),
+    );
+    if (index !== -1) return { status: 'conflict', index };
+    const outcomes = itemsOf(change).map((create) => applyOne(create, events));
+    return {
+      status: 'all-applied',
+      plants: outcomes.map((outcome) => (outcome as { plant: StoredPlant }).plant),
+      created: outcomes.map((outcome) => outcome.status === 'applied'),
+    };
   }
 
   const applyAll = db.transaction((changes: PlantChange[]) => {
@@ -73,13 +88,6 @@ export function sqlitePlants(db: Database.Database): PlantStorage {
     events.flush();
     return outcomes;
   });
-
-  const page = (account: string, afterId: bigint | null, limit: number): PlantRecord[] => {
-    const rows = (
-      afterId === null ? selectFirstPage.all(account, limit) : selectPage.all(account, afterId, limit)
-    ) as PageRow[];
-    return rows.map(([id, name, tag]) => ({ id, name, tag }));
-  };
 
   return {
     async applyChanges(changes) {
@@ -96,17 +104,21 @@ export function sqlitePlants(db: Database.Database): PlantStorage {
       }
       return version;
     },
-    async listPlants(account, afterId, limit) {
-      return page(account, afterId, limit);
+    async listPlants(account, query, limit) {
+      return listing.page(account, query, limit);
     },
-    async *streamPlants(account, afterId) {
+    async countPlants(account, filter) {
+      return listing.count(account, filter);
+    },
+    async *streamPlants(account, query) {
       // Keyset chunks, each its own short read: a long listing never holds the connection.
-      let after = afterId;
+      let chunkListing: PlantListing = query;
       for (;;) {
-        const rows = page(account, after, STREAM_CHUNK_ROWS);
+        const rows = listing.page(account, chunkListing, STREAM_CHUNK_ROWS);
         if (rows.length > 0) yield rows;
         if (rows.length < STREAM_CHUNK_ROWS) return;
-        after = rows[rows.length - 1]!.id;
+        const last = rows[rows.length - 1]!;
+        chunkListing = { ...chunkListing, after: { id: last.id, name: last.name } };
       }
     },
   };

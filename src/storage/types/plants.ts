@@ -1,3 +1,5 @@
+import type { PlantFilter, PlantListing } from '../plant-query.js';
+
 /** The plants as storage keeps them, and what an engine does with them. */
 
 export interface PlantRecord {
@@ -30,7 +32,14 @@ export type PlantChange =
       precondition?: Precondition;
       eventId: string;
     }
-  | { kind: 'delete'; account: string; id: bigint; precondition?: Precondition; eventId: string };
+  | { kind: 'delete'; account: string; id: bigint; precondition?: Precondition; eventId: string }
+  /**
+   * `POST /plants/batch`: every plant is created as one `create` is (its event in `eventIds` at
+   * the same index), or none is: an item whose id the account holds with another name or tag
+   * makes the whole change a `conflict` naming its index. Items repeating a stored plant exactly
+   * (or an earlier item) are replays.
+   */
+  | { kind: 'create-many'; account: string; plants: StoredPlant[]; eventIds: string[] };
 
 /**
  * - `applied`: the change took effect; `plant` is the plant as it is now (for a delete, as it was).
@@ -42,7 +51,11 @@ export type ChangeOutcome =
   | { status: 'applied'; plant: StoredPlant }
   | { status: 'unchanged'; plant: StoredPlant }
   | { status: 'missing' }
-  | { status: 'precondition-failed' };
+  | { status: 'precondition-failed' }
+  /** A `create-many` that took effect: each item's plant as it is now, and which of them it created. */
+  | { status: 'all-applied'; plants: StoredPlant[]; created: boolean[] }
+  /** A `create-many` that did nothing: the item at `index` conflicts with a stored plant. */
+  | { status: 'conflict'; index: number };
 
 export interface PlantStorage {
   /**
@@ -52,10 +65,12 @@ export interface PlantStorage {
    */
   applyChanges(changes: PlantChange[]): Promise<ChangeOutcome[]>;
   getPlant(account: string, id: bigint): Promise<StoredPlant | null>;
-  /** Up to `limit` plants with id > `afterId`, ascending by id. */
-  listPlants(account: string, afterId: bigint | null, limit: number): Promise<PlantRecord[]>;
-  /** Every plant with id > `afterId`, ascending, in chunks, without holding them all in memory. */
-  streamPlants(account: string, afterId: bigint | null): AsyncIterable<PlantRecord[]>;
+  /** Up to `limit` plants that match the listing's filter, in its order, after its position. */
+  listPlants(account: string, listing: PlantListing, limit: number): Promise<PlantRecord[]>;
+  /** Every plant of the listing, in chunks, without holding them all in memory. */
+  streamPlants(account: string, listing: PlantListing): AsyncIterable<PlantRecord[]>;
+  /** How many plants of the account match the filter. */
+  countPlants(account: string, filter: PlantFilter): Promise<number>;
 
   /**
    * A number that moves whenever a commit by another process may have changed the plants; null

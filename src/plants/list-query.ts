@@ -1,0 +1,76 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { LIMITS } from '../schemas.js';
+import { PLANT_ORDERS, type PlantOrder } from '../storage/plant-query.js';
+
+/** The inputs of `GET /plants`: its query parameters and the header that asks for the count. */
+
+export const ListQuery = Type.Object(
+  {
+    limit: Type.Optional(
+      Type.Integer({
+        format: 'int32',
+        minimum: 0,
+        maximum: LIMITS.limitMax,
+        examples: [10],
+        description:
+          'Maximum number of plants to return. Without it, every plant of the account is returned (streamed). ' +
+          'When more plants remain, the response carries a Link header with rel="next".',
+      }),
+    ),
+    cursor: Type.Optional(
+      Type.String({
+        description:
+          'Opaque position from a rel="next" Link header; do not build it yourself. It carries the filters and ' +
+          'order it was made for: sent with others, or altered, it is a 400.',
+      }),
+    ),
+    tag: Type.Optional(
+      Type.Array(Type.String({ maxLength: LIMITS.textLength }), {
+        maxItems: LIMITS.tagFilters,
+        examples: [['aroid']],
+        description:
+          `Only plants whose tag equals one of these exactly (code points, case matters; an empty value matches ` +
+          `the empty tag). Repeat it for several tags, up to ${LIMITS.tagFilters}; each at most ` +
+          `${LIMITS.textLength} characters. Plants without a tag never match.`,
+      }),
+    ),
+    q: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: LIMITS.textLength,
+        examples: ['monst'],
+        description:
+          'Only plants whose name contains this text, ignoring case: both are case-folded code point by code ' +
+          "point with Unicode's simple case folding (CaseFolding.txt, C and S), then compared by code points; " +
+          `nothing else is normalised. 1 to ${LIMITS.textLength} characters, no U+0000; % _ * and \\ are plain characters.`,
+      }),
+    ),
+    sort: Type.Optional(
+      Type.Unsafe<PlantOrder>({
+        type: 'string',
+        enum: [...PLANT_ORDERS],
+        default: 'id',
+        description:
+          'id (ascending id, the default), -id (descending id), name (ascending by the code points of the name, ' +
+          'ties by ascending id), -name (the exact reverse of name).',
+      }),
+    ),
+  },
+  { $id: 'ListQuery' },
+);
+export type ListQuery = Static<typeof ListQuery>;
+
+/** The request header of `GET /plants` that asks for the count; declared for the document. */
+export const ListHeaders = Type.Object(
+  {
+    prefer: Type.Optional(
+      Type.String({
+        examples: ['count=exact'],
+        description:
+          'RFC 7240 preferences. count=exact: the answer carries X-Total-Count (the plants that match the ' +
+          'filters over all pages) and Preference-Applied: count=exact. Without it nothing is counted.',
+      }),
+    ),
+  },
+  { $id: 'ListHeaders' },
+);

@@ -1,0 +1,78 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { JSON_CONTENT_TYPE } from '../errors.js';
+import { errorResponses, TAGS } from '../http/openapi.js';
+import { prefersExactCount } from '../http/prefer.js';
+import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
+import { Plants } from '../schemas.js';
+import { jsonArray, pageBody } from './json-bodies.js';
+import { listHeaders } from './list-headers.js';
+import { ListHeaders, ListQuery } from './list-query.js';
+import type { ListRequest, PlantService } from './service.js';
+
+/** The request's own URL with the next cursor: the filters and order go on exactly as the client wrote them. */
+function nextLink(request: FastifyRequest, cursor: string): string {
+  const query = new URLSearchParams(request.url.slice(request.url.indexOf('?') + 1));
+  query.delete('cursor');
+  query.append('cursor', cursor);
+  return `<${request.protocol}://${request.host}/plants?${query}>; rel="next"`;
+}
+
+function listRequest(query: ListQuery): ListRequest {
+  return {
+    filter: { tags: query.tag ?? null, text: query.q ?? null },
+    order: query.sort ?? 'id',
+    cursor: query.cursor,
+  };
+}
+
+/** `GET /plants`: the account's plants, filtered, sorted, paged or streamed, and counted when asked. */
+export function listRoute(app: FastifyInstance, plants: PlantService) {
+  app.get<{ Querystring: ListQuery }>(
+    '/plants',
+    {
+      config: ACCOUNT_RATE_LIMITED,
+      onRequest: app.requireScope('plants:read'),
+      schema: {
+        operationId: 'listPlants',
+        tags: [TAGS.plants],
+        summary: 'Returns all plants from the system that the user has access to',
+        description:
+          "Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says " +
+          'otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed. With ' +
+          'limit, when more plants remain, a Link header with rel="next" gives the URL of the next page; the cursor ' +
+          'in it carries the filters and order. Prefer: count=exact adds X-Total-Count.',
+        querystring: ListQuery,
+        headers: ListHeaders,
+        response: {
+          200: {
+            description: 'The plants that match, in the order asked',
+            headers: listHeaders,
+            ...Plants,
+          },
+          ...errorResponses(400, 401, 403, 415, 429, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { account } = request.caller!;
+      const { limit } = request.query;
+      const listing = listRequest(request.query);
+      // Counted once the cursor has been judged (a refusal carries no count), beside the rows.
+      const count = async () => {
+        if (!prefersExactCount(request.headers.prefer)) return;
+        const total = await plants.count(account, listing.filter);
+        reply.header('x-total-count', String(total)).header('preference-applied', 'count=exact');
+      };
+      if (limit === undefined) {
+        const chunks = plants.all(account, listing);
+        await count();
+        return reply.type(JSON_CONTENT_TYPE).send(Readable.from(jsonArray(chunks)));
+      }
+      const page = await plants.page(account, limit, listing);
+      await count();
+      if (page.next !== null) reply.header('link', nextLink(request, page.next));
+      return reply.type(JSON_CONTENT_TYPE).send(pageBody(page));
+    },
+  );
+}

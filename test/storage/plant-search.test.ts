@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import postgres from 'postgres';
+import { openStorage } from '../../src/storage/open.js';
+import type { PlantFilter, PlantListing, PlantOrder } from '../../src/storage/plant-query.js';
+import type { Storage } from '../../src/storage/types.js';
+import type { PlantRecord } from '../../src/storage/types/plants.js';
+import { ENGINES, withFreshStore } from '../helpers/engines.js';
+import { insertPlants } from '../helpers/plants.js';
+
+/**
+ * Search and filters on storage, on an account larger than what a page walks before it asks the
+ * trigram index (sqlite/plant-listing.ts): a rare text past that walk and a common one, beside
+ * another account's plants; and the migration that folds and indexes names already stored.
+ */
+
+const PLANTS = 3_000;
+const RARE_AT = 2_900;
+const nameOf = (i: number) => (i === RARE_AT ? `Rare NÉEDLE ${i}` : `Plant ${i} ${i % 2 === 0 ? 'even' : 'odd'}`);
+
+async function seed(storage: Storage, account: string) {
+  for (let from = 0; from < PLANTS; from += 1_000) {
+    const plants = Array.from({ length: 1_000 }, (_, k) => ({
+      id: BigInt(from + k),
+      name: nameOf(from + k),
+      tag: null,
+    }));
+    await insertPlants(
+      storage,
+      plants.map((plant) => ({ account, plant })),
+    );
+  }
+}
+
+const listing = (text: string, order: PlantOrder = 'id'): PlantListing => ({
+  filter: { tags: null, text },
+  order,
+  after: null,
+});
+
+async function everything(storage: Storage, account: string, query: PlantListing): Promise<PlantRecord[]> {
+  const rows: PlantRecord[] = [];
+  for await (const chunk of storage.streamPlants(account, query)) rows.push(...chunk);
+  return rows;
+}
+
+for (const engine of ENGINES) {
+  describe(`search on a large account (${engine.name})`, () => {
+    it('finds a rare text past the walk, and pages of a common one, only in the account', async () => {
+      await withFreshStore(engine, async (url) => {
+        const storage = await openStorage(url);
+        try {
+          await seed(storage, 'big');
+          await insertPlants(storage, [{ account: 'other', plant: { id: 1n, name: 'another néedle', tag: null } }]);
+          assert.deepEqual(await storage.listPlants('big', listing('néedle'), 21), [
+            { id: BigInt(RARE_AT), name: nameOf(RARE_AT), tag: null },
+          ]);
+          assert.equal((await storage.listPlants('big', listing('ÉEDLE'), 21)).length, 1);
+          assert.equal((await storage.listPlants('big', listing('needle'), 21)).length, 0, 'É is not E');
+          assert.equal((await storage.listPlants('big', listing('éedle 29', '-name'), 21)).length, 1);
+          const evens = await storage.listPlants('big', listing('EVEN'), 21);
+          assert.deepEqual(
+            evens.map((p) => p.id),
+            Array.from({ length: 21 }, (_, k) => BigInt(k * 2)),
+          );
+          const filter: PlantFilter = { tags: null, text: 'odd' };
+          assert.equal(await storage.countPlants('big', filter), PLANTS / 2);
+          assert.equal((await everything(storage, 'big', listing('odd', 'name'))).length, PLANTS / 2);
+          assert.equal(await storage.countPlants('big', { tags: null, text: 'NÉEDLE' }), 1);
+        } finally {
+          await storage.close();
+        }
+      });
+    });
+
+    it('the migration folds and indexes the names stored before it', async () => {
+      await withFreshStore(engine, async (url) => {
+        let storage = await openStorage(url);
+        await insertPlants(storage, [{ account: 'a', plant: { id: 1n, name: 'ΣΊΣΥΦΟΣ Old', tag: 't' } }]);
+        await storage.close();
+        await undoSearchMigration(engine.name, url);
+        storage = await openStorage(url);
+        try {
+          assert.deepEqual(await storage.listPlants('a', listing('σίσυφος'), 10), [
+            { id: 1n, name: 'ΣΊΣΥΦΟΣ Old', tag: 't' },
+          ]);
+          assert.equal(await storage.countPlants('a', { tags: ['t'], text: 'OLD' }), 1);
+        } finally {
+          await storage.close();
+        }
+      });
+    });
+  });
+}
+
+/** The store as it was before the search migration: no folded names, no search indexes. */
+async function undoSearchMigration(engine: string, url: string) {
+  if (engine === 'sqlite') {
+    const db = new Database(url.slice('sqlite:'.length));
+    db.exec(`DROP TRIGGER plants_search_insert; DROP TRIGGER plants_search_update; DROP TRIGGER plants_search_delete;
+             DROP TABLE plant_names; DROP TABLE plant_search_keys;
+             DROP INDEX plants_by_tag; DROP INDEX plants_by_name;
+             ALTER TABLE plants DROP COLUMN name_folded; PRAGMA user_version = 4;`);
+    db.close();
+    return;
+  }
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  await sql.unsafe(`ALTER TABLE plants DROP COLUMN name_folded; DROP INDEX plants_by_tag; DROP INDEX plants_by_name;
+                    DELETE FROM schema_migrations WHERE version = 4;`);
+  await sql.end();
+}
