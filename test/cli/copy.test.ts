@@ -276,10 +276,18 @@ for (const [fromEngine, toEngine] of PAIRS) {
         await withFreshStore(fromEngine, (from) =>
           withFreshStore(toEngine, async (to) => {
             createToken(from, 'alice');
-            await seedPlants(from, 'alice', [10n, 20n, 30n].map((id) => ({ id, name: `p${id}`, tag: null })));
+            await seedPlants(
+              from,
+              'alice',
+              [10n, 20n, 30n].map((id) => ({ id, name: `p${id}`, tag: null })),
+            );
             assert.equal(copy(from, to).status, 0);
             // The source gains plants below and above the copied ones; a rerun takes those above.
-            await seedPlants(from, 'alice', [5n, 40n].map((id) => ({ id, name: `p${id}`, tag: null })));
+            await seedPlants(
+              from,
+              'alice',
+              [5n, 40n].map((id) => ({ id, name: `p${id}`, tag: null })),
+            );
             const rerun = copy(from, to);
             assert.deepEqual(copiedLine(rerun.stdout, 'plants'), { source: 5, copied: 1, resumed: 3 });
             assert.equal(rerun.status, 1, 'plant 5 lies before where the copy stopped: reported, not hidden');

@@ -122,7 +122,9 @@ export async function postgresCopyStore(url: string): Promise<CopyStore> {
       return (row?.source as string | undefined) ?? null;
     },
     async markCopyOf(source) {
-      await sql.unsafe(`CREATE TABLE IF NOT EXISTS ${COPY_MARKER_TABLE} (source text NOT NULL, started_at timestamptz NOT NULL)`);
+      await sql.unsafe(
+        `CREATE TABLE IF NOT EXISTS ${COPY_MARKER_TABLE} (source text NOT NULL, started_at timestamptz NOT NULL)`,
+      );
       await sql.unsafe(`CREATE TABLE IF NOT EXISTS ${COPY_PROGRESS_TABLE} (
                           table_name text NOT NULL, account text NOT NULL, after_key text NOT NULL,
                           PRIMARY KEY (table_name, account)
