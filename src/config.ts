@@ -49,6 +49,11 @@ function databaseUrl(value: string): string {
   throw new InvalidArgumentError('expected sqlite:PATH or postgres://...');
 }
 
+function postgresUrl(value: string): string {
+  if (/^postgres(ql)?:\/\/.+/.test(value)) return value;
+  throw new InvalidArgumentError('expected postgres://...');
+}
+
 function redisUrl(value: string): string {
   if (/^rediss?:\/\/.+/.test(value)) return value;
   throw new InvalidArgumentError('expected redis://HOST:PORT');
@@ -141,6 +146,14 @@ export const serverSettings = {
   },
   host: { flag: '--host <address>', env: 'HOST', help: 'address to listen on', default: '127.0.0.1', parse: text },
   database: databaseSetting,
+  databaseDirectUrl: {
+    flag: '--database-direct-url <url>',
+    env: 'DATABASE_DIRECT_URL',
+    help:
+      'PostgreSQL behind a transaction-pooling PgBouncer: a direct postgres:// URL for migrations; ' +
+      '--database (the pooler) then gets no prepared statements',
+    parse: postgresUrl,
+  },
   pgPoolMax: {
     flag: '--pg-pool-max <n>',
     env: 'PG_POOL_MAX',
@@ -305,6 +318,9 @@ export function checkConfig(config: Config): Config {
   }
   if (!jwtOn && (config.jwtAudience !== undefined || config.jwtIssuer !== undefined)) {
     throw new ConfigError('--jwt-audience/--jwt-issuer need --jwt-jwks-url or --jwt-public-key');
+  }
+  if (config.databaseDirectUrl !== undefined && config.database.startsWith('sqlite:')) {
+    throw new ConfigError('--database-direct-url is for PostgreSQL behind a pooler; --database is SQLite');
   }
   return config;
 }

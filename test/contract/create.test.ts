@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ENGINES } from '../helpers/engines.js';
+import { ENGINES_AND_POOLER } from '../helpers/engines.js';
 import { call, listPlants, postPlant } from '../helpers/http.js';
 import { createToken } from '../helpers/server.js';
 import { isErrorBody, realServer } from '../helpers/suite.js';
@@ -8,7 +8,7 @@ import { isErrorBody, realServer } from '../helpers/suite.js';
 let nextId = 1_000;
 const freshId = () => nextId++;
 
-for (const engine of ENGINES) {
+for (const engine of ENGINES_AND_POOLER) {
   describe(`POST /plants (${engine.name})`, () => {
     const s = realServer(engine);
 

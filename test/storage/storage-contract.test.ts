@@ -14,7 +14,7 @@ import type {
   Storage,
   StoredPlant,
 } from '../../src/storage/types.js';
-import { ENGINES, type Engine } from '../helpers/engines.js';
+import { ENGINES_AND_POOLER, type Engine } from '../helpers/engines.js';
 import { insertPlants, type PlantWrite } from '../helpers/plants.js';
 
 /** The Storage interface, checked the same way on every engine. */
@@ -102,7 +102,7 @@ function freshStores(engine: Engine, count = 1) {
   return context;
 }
 
-for (const engine of ENGINES) {
+for (const engine of ENGINES_AND_POOLER) {
   describe(`storage contract (${engine.name})`, () => {
     const store = freshStores(engine);
     const storage = () => store.stores[0]!;
