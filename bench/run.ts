@@ -33,6 +33,7 @@ import { authFlood } from './scenarios/auth-flood.js';
 import { byId, byIdPlants } from './scenarios/by-id.js';
 import { listing, type ListingFigures } from './scenarios/listing.js';
 import { mixed } from './scenarios/mixed.js';
+import { pgbouncerGet, pgbouncerPost } from './scenarios/pgbouncer.js';
 import { getPostgres, getSqlite, postPostgres, postSqlite } from './scenarios/requests.js';
 import { slowDisk } from './scenarios/slow-disk.js';
 import { webhooks } from './scenarios/webhooks.js';
@@ -53,6 +54,8 @@ const SCENARIOS: Record<string, (ctx: Context) => Promise<ScenarioResult>> = {
   mixed,
   'pg-get': getPostgres,
   'pg-post': postPostgres,
+  'pgbouncer-get': pgbouncerGet,
+  'pgbouncer-post': pgbouncerPost,
   workers,
 };
 

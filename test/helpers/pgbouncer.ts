@@ -20,7 +20,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-function ini(target: URL, port: number, dir: string): string {
+function ini(target: URL, port: number, dir: string, poolSize: number): string {
   return `[databases]
 * = host=${target.hostname} port=${target.port || 5432}
 
@@ -32,7 +32,7 @@ auth_type = trust
 auth_file = ${join(dir, 'users.txt')}
 pool_mode = transaction
 max_client_conn = 2000
-default_pool_size = 4
+default_pool_size = ${poolSize}
 ignore_startup_parameters = extra_float_digits,options
 logfile = ${join(dir, 'pgbouncer.log')}
 `;
@@ -56,43 +56,59 @@ async function accepting(port: number, child: ChildProcess, log: () => string): 
   }
 }
 
-let running: Promise<number> | undefined;
+export interface Pgbouncer {
+  port: number;
+  stop(): void;
+}
 
-/** The port of this process's PgBouncer, started on first call, in front of `target` (a postgres:// URL). */
-export function pgbouncerPort(target: string): Promise<number> {
-  running ??= (async () => {
-    const url = new URL(target);
-    const dir = mkdtempSync(join(tmpdir(), 'plant-store-pgbouncer-'));
-    // PgBouncer will not run as root; as root it is told to become `nobody`, who must read these files.
-    chmodSync(dir, 0o755);
-    const port = await freePort();
-    writeFileSync(join(dir, 'users.txt'), `"${decodeURIComponent(url.username || 'postgres')}" ""\n`, { mode: 0o644 });
-    writeFileSync(join(dir, 'pgbouncer.ini'), ini(url, port, dir), { mode: 0o644 });
-    writeFileSync(join(dir, 'pgbouncer.log'), '');
-    chmodSync(join(dir, 'pgbouncer.log'), 0o666); // written by `nobody` when started as root
-    const asRoot = process.getuid?.() === 0 ? ['-u', 'nobody'] : [];
-    const child = spawn(BINARY, [...asRoot, join(dir, 'pgbouncer.ini')], { stdio: 'ignore' });
-    const failed = new Promise<never>((_, reject) =>
-      child.once('error', (error) =>
-        reject(
-          new Error(`cannot start ${BINARY} (${error.message}): install Debian's pgbouncer package (.ci/run does)`),
-        ),
-      ),
-    );
-    process.once('exit', () => {
-      child.kill('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
-    });
-    child.unref();
-    const log = () => {
-      try {
-        return readFileSync(join(dir, 'pgbouncer.log'), 'utf8');
-      } catch {
-        return '';
-      }
-    };
+/**
+ * Starts a PgBouncer in front of `target` (a postgres:// URL) with `poolSize` server connections per
+ * database: fewer than the clients' connections, so that consecutive transactions of one client
+ * connection do run on different server connections, as in production.
+ */
+export async function startPgbouncer(target: string, { poolSize = 4 } = {}): Promise<Pgbouncer> {
+  const url = new URL(target);
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-pgbouncer-'));
+  // PgBouncer will not run as root; as root it is told to become `nobody`, who must read these files.
+  chmodSync(dir, 0o755);
+  const port = await freePort();
+  writeFileSync(join(dir, 'users.txt'), `"${decodeURIComponent(url.username || 'postgres')}" ""\n`, { mode: 0o644 });
+  writeFileSync(join(dir, 'pgbouncer.ini'), ini(url, port, dir, poolSize), { mode: 0o644 });
+  writeFileSync(join(dir, 'pgbouncer.log'), '');
+  chmodSync(join(dir, 'pgbouncer.log'), 0o666); // written by `nobody` when started as root
+  const asRoot = process.getuid?.() === 0 ? ['-u', 'nobody'] : [];
+  const child = spawn(BINARY, [...asRoot, join(dir, 'pgbouncer.ini')], { stdio: 'ignore' });
+  const failed = new Promise<never>((_, reject) =>
+    child.once('error', (error) =>
+      reject(new Error(`cannot start ${BINARY} (${error.message}): install Debian's pgbouncer package (.ci/run does)`)),
+    ),
+  );
+  const stop = () => {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', stop);
+  child.unref();
+  const log = () => {
+    try {
+      return readFileSync(join(dir, 'pgbouncer.log'), 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  try {
     await Promise.race([accepting(port, child, log), failed]);
-    return port;
-  })();
-  return running;
+  } catch (error) {
+    stop();
+    throw error;
+  }
+  return { port, stop };
+}
+
+let running: Promise<Pgbouncer> | undefined;
+
+/** The port of this test process's PgBouncer, started on first call, stopped when the process exits. */
+export async function pgbouncerPort(target: string): Promise<number> {
+  running ??= startPgbouncer(target);
+  return (await running).port;
 }
