@@ -54,8 +54,8 @@ const SCENARIOS: Record<string, (ctx: Context) => Promise<ScenarioResult>> = {
   mixed,
   'pg-get': getPostgres,
   'pg-post': postPostgres,
-  'pgbouncer-get': pgbouncerGet,
-  'pgbouncer-post': pgbouncerPost,
+  'pg-bouncer-get': pgbouncerGet,
+  'pg-bouncer-post': pgbouncerPost,
   workers,
 };
 
