@@ -1,12 +1,20 @@
 import { plantEventPayload, type PlantEventType } from '../../events/plant-event.js';
 import type { PlantRecord } from '../types/plants.js';
-import type { Tx } from './connection.js';
+import type { Sql, Tx } from './connection.js';
 
 export interface QueuedEvent {
   account: string;
   type: PlantEventType;
   eventId: string;
   plant: PlantRecord;
+}
+
+const OUTBOX_INSERT = `INSERT INTO webhook_deliveries
+  (account, endpoint_id, event_id, event_type, payload, created_at, state, attempts, next_attempt_at, updated_at)`;
+
+/** The head of every statement that queues events: the columns an outbox row is written with. */
+export function outboxInsert(sql: Sql | Tx) {
+  return sql.unsafe(OUTBOX_INSERT);
 }
 
 /**
@@ -16,8 +24,7 @@ export interface QueuedEvent {
 export async function queueEvents(tx: Tx, events: QueuedEvent[]): Promise<void> {
   if (events.length === 0) return;
   await tx`
-    INSERT INTO webhook_deliveries
-      (account, endpoint_id, event_id, event_type, payload, created_at, state, attempts, next_attempt_at, updated_at)
+    ${outboxInsert(tx)}
     SELECT e.account, e.id, q.event_id, q.event_type, q.payload, now(), 'pending', 0, now(), now()
     FROM unnest(${tx.array(events.map((e) => e.account))}::text[],
                 ${tx.array(events.map((e) => e.eventId))}::text[],

@@ -1,9 +1,9 @@
-import { EVENT_OF } from '../../events/plant-event.js';
+import { EVENT_OF, plantEventPayload } from '../../events/plant-event.js';
 import { updated } from '../changes.js';
 import type { Storage } from '../types.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, StoredPlant } from '../types/plants.js';
 import type { Sql, Tx } from './connection.js';
-import { queueEvents, type QueuedEvent } from './outbox.js';
+import { outboxInsert, queueEvents, type QueuedEvent } from './outbox.js';
 
 const STREAM_CHUNK_ROWS = 1000;
 
@@ -26,18 +26,37 @@ function firstOfEachKey(creates: Create[]): Create[] {
   return [...firsts.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, create]) => create);
 }
 
-/** A batch of creates only (the common case) in two statements plus the outbox, whatever its size. */
-async function createAll(tx: Tx, creates: Create[]): Promise<ChangeOutcome[]> {
+/**
+ * A batch of creates only (the common case) in one statement, whatever its size: the plants and
+ * their events (the outbox rows of the subscribed endpoints) go in together, atomically, so the
+ * batch needs no BEGIN and COMMIT of its own: one round trip instead of four.
+ */
+async function createAll(sql: Sql, creates: Create[]): Promise<ChangeOutcome[]> {
   const firsts = firstOfEachKey(creates);
-  const inserted = await tx<{ account: string; id: bigint }[]>`
-    INSERT INTO plants (account, id, name, tag, revision)
-    SELECT * FROM unnest(${tx.array(firsts.map((c) => c.account))}::text[],
-                         ${tx.array(firsts.map((c) => c.plant.id))}::int8[],
-                         ${tx.array(firsts.map((c) => c.plant.name))}::text[],
-                         ${tx.array(firsts.map((c) => c.plant.tag))}::text[],
-                         ${tx.array(firsts.map((c) => c.plant.revision))}::int8[])
-    ON CONFLICT (account, id) DO NOTHING
-    RETURNING account, id`;
+  const column = <T>(pick: (c: Create) => T) => sql.array(firsts.map(pick) as never);
+  const inserted = await sql<{ account: string; id: bigint }[]>`
+    WITH input AS (
+      SELECT * FROM unnest(${column((c) => c.account)}::text[],
+                           ${column((c) => c.plant.id)}::int8[],
+                           ${column((c) => c.plant.name)}::text[],
+                           ${column((c) => c.plant.tag)}::text[],
+                           ${column((c) => c.plant.revision)}::int8[],
+                           ${column((c) => c.eventId)}::text[],
+                           ${column((c) => plantEventPayload(c.plant))}::text[])
+        AS i(account, id, name, tag, revision, event_id, payload)
+    ), inserted AS (
+      INSERT INTO plants (account, id, name, tag, revision)
+      SELECT account, id, name, tag, revision FROM input
+      ON CONFLICT (account, id) DO NOTHING
+      RETURNING account, id
+    ), queued AS (
+      ${outboxInsert(sql)}
+      SELECT e.account, e.id, i.event_id, ${EVENT_OF.create}, i.payload, now(), 'pending', 0, now(), now()
+      FROM inserted n
+      JOIN input i ON i.account = n.account AND i.id = n.id
+      JOIN webhook_endpoints e ON e.account = n.account AND e.enabled AND ${EVENT_OF.create}::text = ANY (e.events)
+    )
+    SELECT account, id FROM inserted`;
   const created = new Set(inserted.map((row) => keyOf(row.account, row.id)));
   const stored = new Map<string, StoredPlant>();
   for (const c of firsts) stored.set(keyOf(c.account, c.plant.id), c.plant);
@@ -46,18 +65,12 @@ async function createAll(tx: Tx, creates: Create[]): Promise<ChangeOutcome[]> {
   // committed while the INSERT above waited on them.
   const taken = firsts.filter((c) => !created.has(keyOf(c.account, c.plant.id)));
   if (taken.length > 0) {
-    const rows = await tx<(StoredPlant & { account: string })[]>`
+    const rows = await sql<(StoredPlant & { account: string })[]>`
       SELECT account, id, name, tag, revision FROM plants
-      WHERE (account, id) IN (SELECT * FROM unnest(${tx.array(taken.map((c) => c.account))}::text[],
-                                                   ${tx.array(taken.map((c) => c.plant.id))}::int8[]))`;
+      WHERE (account, id) IN (SELECT * FROM unnest(${sql.array(taken.map((c) => c.account))}::text[],
+                                                   ${sql.array(taken.map((c) => c.plant.id))}::int8[]))`;
     for (const { account, ...plant } of rows) stored.set(keyOf(account, plant.id), plant);
   }
-  await queueEvents(
-    tx,
-    firsts
-      .filter((c) => created.has(keyOf(c.account, c.plant.id)))
-      .map((c) => ({ account: c.account, type: EVENT_OF.create, eventId: c.eventId, plant: c.plant })),
-  );
 
   // Only the first create of a key can have created it; a repeat in the same batch is a replay.
   return creates.map((c): ChangeOutcome => {
@@ -106,8 +119,8 @@ export function postgresPlants(sql: Sql): PlantStorage {
 
   return {
     async applyChanges(changes) {
+      if (changes.every((c): c is Create => c.kind === 'create')) return createAll(sql, changes);
       return sql.begin(async (tx) => {
-        if (changes.every((c): c is Create => c.kind === 'create')) return createAll(tx, changes);
         const events: QueuedEvent[] = [];
         const outcomes: ChangeOutcome[] = [];
         for (const change of changes) outcomes.push(await applyOne(tx, change, events));
