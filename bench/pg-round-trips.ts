@@ -7,6 +7,8 @@
  *   round trips  Sync and simple Query messages: each is one wait for ReadyForQuery
  *   parses       Parse messages (a prepared statement is parsed once per connection, then reused)
  *
+ * and the most connections the service had open at once.
+ *
  * GET /plants?limit=10 and POST /plants are sent one at a time (no group commit to share), then
  * POST with 64 in flight, where one commit serves many creates.
  */
@@ -24,10 +26,14 @@ const ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:543
 const REQUESTS = 200;
 
 const counts = { statements: 0, roundTrips: 0, parses: 0 };
+/** Connections the service has open to PostgreSQL now, and the most it had at once. */
+const connections = { open: 0, most: 0 };
 
 /** Relays bytes both ways, reading the client's messages (type byte, int32 length) as they pass. */
 function countingRelay(target: URL, port: number): net.Server {
   const relay = net.createServer((client) => {
+    connections.most = Math.max(connections.most, ++connections.open);
+    client.on('close', () => connections.open--);
     const upstream = net.connect(Number(target.port || 5432), target.hostname);
     let pending = Buffer.alloc(0);
     let started = false;
@@ -122,6 +128,7 @@ async function main() {
     );
     await measure('POST /plants, one at a time', REQUESTS, 1, (i) => post(i));
     await measure('POST /plants, 64 in flight', REQUESTS * 5, 64, (i) => post(10_000 + i));
+    console.log(`connections to PostgreSQL: at most ${connections.most} at once (the pool allows 10)`);
   } finally {
     await server.stop();
     relay.close();
