@@ -34,6 +34,7 @@ import { byId, byIdPlants } from './scenarios/by-id.js';
 import { findingPostgres, findingSqlite } from './scenarios/finding.js';
 import { listing, type ListingFigures } from './scenarios/listing.js';
 import { mixed } from './scenarios/mixed.js';
+import { pgbouncerGet, pgbouncerPost } from './scenarios/pgbouncer.js';
 import { getPostgres, getSqlite, postPostgres, postSqlite } from './scenarios/requests.js';
 import { slowDisk } from './scenarios/slow-disk.js';
 import { webhooks } from './scenarios/webhooks.js';
@@ -56,6 +57,8 @@ const SCENARIOS: Record<string, (ctx: Context) => Promise<ScenarioResult>> = {
   'pg-get': getPostgres,
   'pg-post': postPostgres,
   'pg-finding': findingPostgres,
+  'pg-bouncer-get': pgbouncerGet,
+  'pg-bouncer-post': pgbouncerPost,
   workers,
 };
 

@@ -1,5 +1,6 @@
 import {
   databaseUrl,
+  postgresUrl,
   durationWithin,
   httpUrl,
   integer,
@@ -45,6 +46,14 @@ export const serverSettings = {
   },
   host: { flag: '--host <address>', env: 'HOST', help: 'address to listen on', default: '127.0.0.1', parse: text },
   database: databaseSetting,
+  databaseDirectUrl: {
+    flag: '--database-direct-url <url>',
+    env: 'DATABASE_DIRECT_URL',
+    help:
+      'PostgreSQL behind a transaction-pooling PgBouncer: a direct postgres:// URL for migrations; ' +
+      '--database (the pooler) then gets no prepared statements',
+    parse: postgresUrl,
+  },
   pgPoolMax: {
     flag: '--pg-pool-max <n>',
     env: 'PG_POOL_MAX',

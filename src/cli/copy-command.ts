@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError, databaseSetting } from '../config.js';
 import { COPY_TABLES, type CopyStore } from '../storage/copy.js';
@@ -42,6 +43,29 @@ async function open(url: string, role: 'source' | 'target'): Promise<CopyStore> 
   return sqliteCopyStore(url, { create: role === 'target' });
 }
 
+/** How the marker names a source: the same store gives the same name, whatever the working directory. */
+function sourceName(url: string): string {
+  return url.startsWith('sqlite:') ? `sqlite:${resolve(sqlitePath(url))}` : shown(url);
+}
+
+/**
+ * A copy writes only into an empty store or into its own earlier copy of the same source: rows
+ * of any other origin (a first-start token from `serve`, plants a client stored) would mix with
+ * the source's, ids colliding, so it refuses before it writes a row.
+ */
+async function claimTarget(to: CopyStore, source: string, target: string): Promise<void> {
+  const copiedFrom = await to.copiedFrom();
+  if (copiedFrom === null && (await to.holdsRows(COPY_TABLES))) {
+    throw new ConfigError(
+      `--to: ${target} already holds data that no copy wrote (a token, plant or webhook); copy into an empty store, before its first serve`,
+    );
+  }
+  if (copiedFrom !== null && copiedFrom !== source) {
+    throw new ConfigError(`--to: ${target} holds a copy of ${copiedFrom}, not of ${source}; copy into an empty store`);
+  }
+  if (copiedFrom === null) await to.markCopyOf(source);
+}
+
 const print = (text: string): void => void process.stdout.write(text + '\n');
 
 function printCopied(results: TableCopied[], seconds: number) {
@@ -64,6 +88,7 @@ async function copy(options: { from: string; to: string; batchSize: number; resu
   try {
     const to = await open(options.to, 'target');
     try {
+      await claimTarget(to, sourceName(options.from), shown(options.to));
       print(`copying ${shown(options.from)} -> ${shown(options.to)}`);
       const started = performance.now();
       const bar = progress(await countRows(from, COPY_TABLES));

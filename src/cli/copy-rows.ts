@@ -13,18 +13,14 @@ export interface TableCopied {
 const keyOf = (table: CopyTable, row: Row): Key => table.key.map((column) => row[column] ?? null);
 
 /**
- * Where an earlier, interrupted copy of one account's rows stopped. Batches go in keyset order,
- * each in one transaction, so such a target holds the source's first n rows, the last of them
- * the source's n-th: resume after it. Any other target (empty, or with rows of its own) starts
- * from the beginning; inserting skips rows already there, and the comparison at the end reports
- * any difference, so a wrong guess here costs time, never correctness.
+ * Where this copy's earlier, interrupted run stopped in one account's rows: the key it recorded
+ * with its last committed batch (the target holds its own copy only: copy-command refuses any
+ * other). Never guessed from what the target holds, so a row the target lacks is never skipped
+ * because of rows around it.
  */
-async function resumeAfter(from: CopyStore, to: CopyStore, table: CopyTable, account: string) {
-  const present = await to.count(table, account);
-  if (present === 0) return { after: null, skipped: 0 };
-  const last = await from.keyAt(table, account, present - 1);
-  if (last === null || !(await to.hasKey(table, account, last))) return { after: null, skipped: 0 };
-  return { after: last, skipped: present };
+async function resumeAfter(to: CopyStore, table: CopyTable, account: string) {
+  const after = await to.copiedUpTo(table, account);
+  return after === null ? { after: null, skipped: 0 } : { after, skipped: await to.count(table, account) };
 }
 
 /** Copies one table, account by account, in keyset batches; `progress` hears of every row passed. */
@@ -38,13 +34,13 @@ export async function copyTable(
   const result: TableCopied = { table: table.name, source: 0, copied: 0, resumed: 0 };
   for (const account of await from.accounts(table)) {
     result.source += await from.count(table, account);
-    let { after, skipped } = resume ? await resumeAfter(from, to, table, account) : { after: null, skipped: 0 };
+    let { after, skipped } = resume ? await resumeAfter(to, table, account) : { after: null, skipped: 0 };
     result.resumed += skipped;
     progress(skipped);
     for (;;) {
       const rows = await from.readBatch(table, account, after, batchSize);
       if (rows.length === 0) break;
-      result.copied += await to.insertNew(table, rows);
+      result.copied += await to.insertNew(table, account, rows);
       progress(rows.length);
       after = keyOf(table, rows[rows.length - 1]!);
       if (rows.length < batchSize) break;

@@ -13,5 +13,8 @@ export function checkConfig(config: Config): Config {
   if (!jwtOn && (config.jwtAudience !== undefined || config.jwtIssuer !== undefined)) {
     throw new ConfigError('--jwt-audience/--jwt-issuer need --jwt-jwks-url or --jwt-public-key');
   }
+  if (config.databaseDirectUrl !== undefined && config.database.startsWith('sqlite:')) {
+    throw new ConfigError('--database-direct-url is for PostgreSQL behind a pooler; --database is SQLite');
+  }
   return config;
 }

@@ -36,6 +36,11 @@ export function databaseUrl(value: string): string {
   throw new InvalidArgumentError('expected sqlite:PATH or postgres://...');
 }
 
+export function postgresUrl(value: string): string {
+  if (/^postgres(ql)?:\/\/.+/.test(value)) return value;
+  throw new InvalidArgumentError('expected postgres://...');
+}
+
 export function redisUrl(value: string): string {
   if (/^rediss?:\/\/.+/.test(value)) return value;
   throw new InvalidArgumentError('expected redis://HOST:PORT');

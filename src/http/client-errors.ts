@@ -5,35 +5,48 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError, rawErrorResponse } from '../errors.js';
 import { currentResponse } from './socket-response.js';
 
-/** Sockets that were answered (say 401) before the request body had fully arrived. */
-const answeredEarly = new WeakSet<Socket>();
+/**
+ * Per socket, a request answered (say 401) before its body had fully arrived. While its body is
+ * still coming, a parser error is about that body, and the request has had its answer already.
+ */
+const answeredEarly = new WeakMap<Socket, IncomingMessage>();
 
 /** onResponse hook: remembers an answer given while the body was still coming. */
 export function noteEarlyAnswer(request: FastifyRequest, _reply: FastifyReply, done: () => void) {
-  if (!request.raw.complete) answeredEarly.add(request.raw.socket);
+  if (!request.raw.complete) answeredEarly.set(request.raw.socket, request.raw);
   done();
 }
 
 /** Sockets whose refusal waits for the answer of a request read before the bad bytes. */
 const refusalQueued = new WeakSet<Socket>();
 
+/**
+ * Whether the parser's error is about a request that has had its answer (or whose answer has
+ * begun): one whose bytes are still arriving, so the bad bytes are part of it. A second answer
+ * would be garbage to the client. The parser reads requests in order, so once the in-flight
+ * request is complete, the bad bytes are the next request's, which is owed its own answer.
+ */
+function aboutAnsweredRequest(socket: Socket, inFlight: ServerResponse | null): boolean {
+  if (inFlight !== null && !inFlight.req.complete) return inFlight.headersSent;
+  const early = answeredEarly.get(socket);
+  return early !== undefined && !early.complete;
+}
+
 /** Requests the HTTP parser rejects never reach Fastify; they still get the `Error` body. */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket) {
-  // Once this request was answered (or the answer has started), a second answer, such as a 408
-  // when the rest of its body never comes, would be garbage to the client: just close.
   const inFlight = currentResponse(socket);
-  const started = inFlight?.headersSent === true;
-  if (error.code === 'ECONNRESET' || !socket.writable || started || answeredEarly.has(socket)) return socket.destroy();
+  if (error.code === 'ECONNRESET' || !socket.writable || aboutAnsweredRequest(socket, inFlight)) {
+    return socket.destroy();
+  }
   const [status, message] =
     error.code === 'HPE_HEADER_OVERFLOW'
       ? [431, 'request headers are too large']
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'request took too long to arrive']
         : [400, 'malformed HTTP request'];
-  if (inFlight?.req.complete) {
-    // A valid request pipelined before the bad bytes, received whole, is being answered: it is
-    // answered first, and the refusal follows it, in the order the client sent them. (A request
-    // still receiving its body is the one the error is about: it is refused now.)
+  if (inFlight?.req.complete && !inFlight.writableFinished) {
+    // A valid request read before the bad bytes is being answered (its answer may have begun):
+    // it is answered first, and the refusal follows it, in the order the client sent them.
     if (refusalQueued.has(socket)) return;
     refusalQueued.add(socket);
     inFlight.once('finish', () => {

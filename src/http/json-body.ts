@@ -1,13 +1,9 @@
 import type { preParsingHookHandler } from 'fastify';
 import { parse } from 'lossless-json';
 import { HttpError } from '../errors.js';
+import { exactNumber } from './exact-number.js';
 
 const JSON_MEDIA_TYPE = /^application\/(?:[\w.!#$&^-]+\+)?json$/i;
-const INTEGER_LITERAL = /^-?\d+$/;
-/** At most 15 digits: always within ±2^53, so a double holds it exactly. */
-const SHORT_INTEGER_LITERAL = /^-?\d{1,15}$/;
-const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
@@ -54,20 +50,6 @@ export const requireMergePatchBody = requireMediaType(
   (header) => ['application/json', 'application/merge-patch+json'].includes(mediaTypeOf(header) ?? ''),
   'Content-Type must be application/merge-patch+json or application/json',
 );
-
-/**
- * Numbers keep their exact value: an integer literal that a double cannot hold becomes a BigInt,
- * so ids 9007199254740992 and 9007199254740993 stay two different ids. Every other number is an
- * ordinary JS number (a fraction or exponent form is never a valid id anyway).
- */
-function exactNumber(literal: string): number | bigint {
-  if (SHORT_INTEGER_LITERAL.test(literal)) return Number(literal);
-  if (INTEGER_LITERAL.test(literal)) {
-    const value = BigInt(literal);
-    return value >= MIN_SAFE && value <= MAX_SAFE ? Number(value) : value;
-  }
-  return Number(literal);
-}
 
 /** Strict UTF-8, lossless JSON; anything else is a 400 naming the problem. */
 export function parseJsonBody(body: Buffer): unknown {

@@ -39,8 +39,10 @@ function checkId(value: unknown): bigint {
   if (value === undefined) bad('id is required');
   if (typeof value === 'bigint') return inInt64Range(value);
   if (typeof value !== 'number') bad('id must be an integer');
-  if (!Number.isInteger(value)) bad('id must be an integer');
-  if (!Number.isSafeInteger(value)) bad('id beyond ±2^53 must be written as a plain integer (no fraction or exponent)');
+  // The body's numbers are read exactly (http/exact-number.ts): an integer beyond ±2^53 is a
+  // BigInt, one too long to hold is ±Infinity, and a fraction is never mistaken for an integer.
+  if (value === Infinity || value === -Infinity) bad('id must be within the signed 64-bit integer range');
+  if (!Number.isSafeInteger(value)) bad('id must be an integer');
   return BigInt(value);
 }
 

@@ -104,7 +104,38 @@ export interface CopyStore {
   hasKey(table: CopyTable, account: string, key: Key): Promise<boolean>;
   /** Up to `limit` rows after `after` (from the start when null), in keyset order. */
   readBatch(table: CopyTable, account: string, after: Key | null, limit: number): Promise<Row[]>;
-  /** Inserts the rows in one transaction, leaving any row whose primary key exists; returns how many went in. */
-  insertNew(table: CopyTable, rows: Row[]): Promise<number>;
+  /**
+   * Inserts one account's rows in one transaction, leaving any row whose primary key exists, and
+   * records in the same transaction that the copy reached the last row's key; returns how many went in.
+   */
+  insertNew(table: CopyTable, account: string, rows: Row[]): Promise<number>;
+  /** Whether any of the tables holds a row of any account (whatever `only` says): the store is not empty. */
+  holdsRows(tables: CopyTable[]): Promise<boolean>;
+  /** The source named by the marker an earlier copy into this store wrote first, or null when no copy wrote here. */
+  copiedFrom(): Promise<string | null>;
+  /** Writes the marker (before any row): from now on this store holds a copy of `source`. */
+  markCopyOf(source: string): Promise<void>;
+  /** The key of the last row a copy into this store committed for this table and account, or null. */
+  copiedUpTo(table: CopyTable, account: string): Promise<Key | null>;
   close(): Promise<void>;
+}
+
+/**
+ * The copy's own bookkeeping in its target, outside the migrations (the server never reads it):
+ * the marker naming the source, and how far each table and account has been copied.
+ */
+export const COPY_MARKER_TABLE = 'plant_store_copy_source';
+export const COPY_PROGRESS_TABLE = 'plant_store_copy_progress';
+
+/** A key as the progress table keeps it: JSON, int64 values as decimal strings. */
+export function encodeKey(key: Key): string {
+  return JSON.stringify(key.map((value) => (typeof value === 'bigint' ? value.toString() : value)));
+}
+
+export function decodeKey(table: CopyTable, text: string): Key {
+  const values = JSON.parse(text) as (string | null)[];
+  return table.key.map((column, i) => {
+    const value = values[i] ?? null;
+    return value !== null && table.columns[column] === 'int64' ? BigInt(value) : value;
+  });
 }

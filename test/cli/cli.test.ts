@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { serverSettings } from '../../src/config.js';
-import { ENGINES, sqlite, withFreshStore } from '../helpers/engines.js';
+import { ENGINES_AND_POOLER, sqlite, withFreshStore } from '../helpers/engines.js';
 import { call, listPlants, postPlant } from '../helpers/http.js';
 import { runCli, startServer } from '../helpers/server.js';
 
-for (const engine of ENGINES) {
+for (const engine of ENGINES_AND_POOLER) {
   describe(`plant-store token (${engine.name})`, () => {
     describe('token create prints the token alone, or one JSON object with --json', () => {
       it('prints only the secret by default', async () => {

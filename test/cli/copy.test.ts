@@ -220,6 +220,86 @@ for (const [fromEngine, toEngine] of PAIRS) {
       );
     });
 
+    describe('a target holding data no copy wrote is refused before anything is written', () => {
+      it('refuses a store that serve has started (its first-start token), with one line and exit 2', async () => {
+        await withFreshStore(fromEngine, (from) =>
+          withFreshStore(toEngine, async (to) => {
+            createToken(from, 'alice');
+            createToken(from, 'bob');
+            await seedPlants(
+              from,
+              'alice',
+              Array.from({ length: 25 }, (_, i) => ({ id: BigInt(i + 1), name: `p${i + 1}`, tag: null })),
+            );
+            const server = await startServer({ database: to });
+            let firstToken: string | null;
+            try {
+              firstToken = server.firstToken;
+              assert.ok(firstToken, 'serve on an empty store makes its first-start token');
+              // One plant of the target's own, with an id above most of the source's.
+              assert.equal((await postPlant(server.url, firstToken, { id: 20, name: 'mine' })).status, 200);
+            } finally {
+              await server.stop();
+            }
+            const before = { tokens: await count(to, 'api_tokens'), plants: await count(to, 'plants') };
+
+            const result = copy(from, to);
+            assert.equal(result.status, 2, result.stdout + result.stderr);
+            assert.equal(result.stderr.trimEnd().split('\n').length, 1, result.stderr);
+            assert.match(result.stderr, /already holds data that no copy wrote/);
+            assert.deepEqual(
+              { tokens: await count(to, 'api_tokens'), plants: await count(to, 'plants') },
+              before,
+              'nothing was written',
+            );
+          }),
+        );
+      });
+
+      it('refuses a target that holds a copy of another source', async () => {
+        await withFreshStore(fromEngine, (from) =>
+          withFreshStore(fromEngine, (other) =>
+            withFreshStore(toEngine, async (to) => {
+              createToken(from, 'alice');
+              createToken(other, 'bob');
+              assert.equal(copy(other, to).status, 0);
+              const result = copy(from, to);
+              assert.equal(result.status, 2, result.stdout + result.stderr);
+              assert.match(result.stderr, /holds a copy of .*, not of /);
+              assert.equal(await count(to, 'api_tokens'), 1);
+            }),
+          ),
+        );
+      });
+
+      it('resumes its own copy without skipping source rows below the keys the target holds', async () => {
+        await withFreshStore(fromEngine, (from) =>
+          withFreshStore(toEngine, async (to) => {
+            createToken(from, 'alice');
+            await seedPlants(
+              from,
+              'alice',
+              [10n, 20n, 30n].map((id) => ({ id, name: `p${id}`, tag: null })),
+            );
+            assert.equal(copy(from, to).status, 0);
+            // The source gains plants below and above the copied ones; a rerun takes those above.
+            await seedPlants(
+              from,
+              'alice',
+              [5n, 40n].map((id) => ({ id, name: `p${id}`, tag: null })),
+            );
+            const rerun = copy(from, to);
+            assert.deepEqual(copiedLine(rerun.stdout, 'plants'), { source: 5, copied: 1, resumed: 3 });
+            assert.equal(rerun.status, 1, 'plant 5 lies before where the copy stopped: reported, not hidden');
+            const full = copy(from, to, ['--no-resume']);
+            assert.equal(full.status, 0, full.stderr);
+            assert.equal(copiedLine(full.stdout, 'plants').copied, 1);
+            assert.equal(await count(to, 'plants'), 5);
+          }),
+        );
+      });
+    });
+
     describe('a target that differs from the source is reported with exit status 1', () => {
       it('detects a changed plant name that counts alone would miss', async () => {
         await withFreshStore(fromEngine, (from) =>

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ENGINES } from '../helpers/engines.js';
+import { ENGINES_AND_POOLER } from '../helpers/engines.js';
 import { call, listPlants, postPlant } from '../helpers/http.js';
 import { createToken, runCli } from '../helpers/server.js';
 import { isErrorBody, realServer } from '../helpers/suite.js';
 
 const REALM = 'Bearer realm="plant-store"';
 
-for (const engine of ENGINES) {
+for (const engine of ENGINES_AND_POOLER) {
   describe(`bearer tokens (${engine.name})`, () => {
     const s = realServer(engine);
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ENGINES } from '../helpers/engines.js';
+import { ENGINES_AND_POOLER } from '../helpers/engines.js';
 import { call, listPlants, postPlant } from '../helpers/http.js';
 import { createToken } from '../helpers/server.js';
 import { isErrorBody, realServer } from '../helpers/suite.js';
@@ -8,7 +8,7 @@ import { isErrorBody, realServer } from '../helpers/suite.js';
 let nextId = 1_000;
 const freshId = () => nextId++;
 
-for (const engine of ENGINES) {
+for (const engine of ENGINES_AND_POOLER) {
   describe(`POST /plants (${engine.name})`, () => {
     const s = realServer(engine);
 
@@ -136,6 +136,12 @@ for (const engine of ENGINES) {
         ['id below int64', '{"id": -9223372036854775809, "name": "a"}', 'id'],
         ['id huge', `{"id": 1${'0'.repeat(400)}, "name": "a"}`, 'id'],
         ['id with exponent overflow', '{"id": 1e400, "name": "a"}', 'id'],
+        ['id whose exponent underflows (not 0)', '{"id": 1e-400, "name": "a"}', 'id'],
+        ['id a hair below zero', '{"id": -1e-400, "name": "a"}', 'id'],
+        ['id a fraction a double rounds to 1', '{"id": 1.0000000000000000001, "name": "a"}', 'id'],
+        ['id as a fraction in exponent form', '{"id": 15e-1, "name": "a"}', 'id'],
+        ['id above int64 in exponent form', '{"id": 9.223372036854775808e18, "name": "a"}', 'id'],
+        ['id with a huge exponent', '{"id": 1e99999999999, "name": "a"}', 'id'],
         ['name as a number', '{"id": 1, "name": 5}', 'name'],
         ['name as null', '{"id": 1, "name": null}', 'name'],
         ['name as an object', '{"id": 1, "name": {}}', 'name'],
@@ -185,6 +191,40 @@ for (const engine of ENGINES) {
         }
         const names = ((await listPlants(s.url, token)).json as Array<{ name: string }>).map((p) => p.name);
         assert.deepEqual(names, ['min', 'minus one', 'zero', 'max']);
+      });
+    });
+
+    describe('id is any JSON number whose value is an integer, whatever its form', () => {
+      it('stores 1e2 as plant 100, 1.5e1 as 15, -0 as 0, and exponent forms exactly beyond 2^53', async () => {
+        const token = createToken(s.database, `forms-${engine.name}`).token;
+        for (const [literal, id] of [
+          ['1e2', '100'],
+          ['1E+2', '100'],
+          ['100.000', '100'],
+          ['1.5e1', '15'],
+          ['-0', '0'],
+          ['0e7', '0'],
+          ['9.007199254740993e15', '9007199254740993'],
+          ['9223372036854775807e0', '9223372036854775807'],
+          ['-9.223372036854775808E18', '-9223372036854775808'],
+          ['92233720368547758070e-1', '9223372036854775807'],
+        ]) {
+          const name = `plant ${id}`;
+          const reply = await postPlant(s.url, token, `{"id": ${literal}, "name": "${name}"}`);
+          assert.equal(reply.status, 200, `${literal}: ${reply.text}`);
+          const byId = await call(`${s.url}/plants/${id}`, { token });
+          assert.equal(byId.status, 200, `${literal} is plant ${id}`);
+          assert.equal((byId.json as { name: string }).name, name);
+        }
+        const names = ((await listPlants(s.url, token)).json as { name: string }[]).map((p) => p.name);
+        assert.deepEqual(names, [
+          'plant -9223372036854775808',
+          'plant 0',
+          'plant 15',
+          'plant 100',
+          'plant 9007199254740993',
+          'plant 9223372036854775807',
+        ]);
       });
     });
 

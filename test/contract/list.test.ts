@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ENGINES, sqlite } from '../helpers/engines.js';
+import { ENGINES_AND_POOLER, sqlite } from '../helpers/engines.js';
 import { call, listPlants, nextLink, postPlant } from '../helpers/http.js';
 import { createToken } from '../helpers/server.js';
 import { isErrorBody, realServer } from '../helpers/suite.js';
 
-for (const engine of ENGINES) {
+for (const engine of ENGINES_AND_POOLER) {
   describe(`GET /plants (${engine.name})`, () => {
     const s = realServer(engine);
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { ENGINES } from '../helpers/engines.js';
+import { ENGINES_AND_POOLER } from '../helpers/engines.js';
 import { call, listPlants, postPlant, type Reply } from '../helpers/http.js';
 import { createToken } from '../helpers/server.js';
 import { isErrorBody, realServer } from '../helpers/suite.js';
@@ -33,7 +33,7 @@ function etagOf(reply: Reply): string {
   return etag;
 }
 
-for (const engine of ENGINES) {
+for (const engine of ENGINES_AND_POOLER) {
   describe(`GET, PATCH and DELETE /plants/{id} (${engine.name})`, () => {
     const s = realServer(engine);
     const tokens = { reader: '', writer: '', other: '' };

@@ -3,13 +3,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
+import { pgbouncerPort } from './pgbouncer.js';
 
 /**
  * The storage engines every storage-touching test runs on. Each `fresh()` gives a brand-new,
  * empty store and a function that removes it.
  */
 export interface Engine {
-  name: 'sqlite' | 'postgres';
+  name: 'sqlite' | 'postgres' | 'pgbouncer';
   fresh(): Promise<{ url: string; drop: () => Promise<void> }>;
 }
 
@@ -49,10 +50,41 @@ export const pg: Engine = {
   },
 };
 
+/**
+ * PostgreSQL through a transaction-pooling PgBouncer (helpers/pgbouncer.ts): a fresh database made
+ * directly, reached through the pooler with `?prepare=false`, as docs/pgbouncer.md tells operators.
+ * `directUrl` is the same database without the pooler, for `--database-direct-url`.
+ */
+export const pgbouncer: Engine & { direct(url: string): string } = {
+  name: 'pgbouncer',
+  async fresh() {
+    const port = await pgbouncerPort(TEST_DATABASE_URL);
+    const store = await pg.fresh();
+    const url = new URL(store.url);
+    url.port = String(port);
+    url.searchParams.set('prepare', 'false');
+    return { url: url.toString(), drop: store.drop };
+  },
+  direct(url) {
+    const direct = new URL(url);
+    direct.port = new URL(TEST_DATABASE_URL).port || '5432';
+    direct.search = '';
+    return direct.toString();
+  },
+};
+
+const wanted = (engine: Engine) =>
+  !process.env.TEST_ENGINES || process.env.TEST_ENGINES.split(',').includes(engine.name);
+
 /** Both engines; `TEST_ENGINES=sqlite` narrows a local run (CI sets nothing and runs both). */
-export const ENGINES: Engine[] = [sqlite, pg].filter(
-  (engine) => !process.env.TEST_ENGINES || process.env.TEST_ENGINES.split(',').includes(engine.name),
-);
+export const ENGINES: Engine[] = [sqlite, pg].filter(wanted);
+
+/**
+ * Both engines and PostgreSQL through PgBouncer, for the tests of what a pooler could break (the
+ * storage contract, creating, listing and reading plants, tokens, webhooks, two instances).
+ * `TEST_ENGINES=pgbouncer` runs that variant alone.
+ */
+export const ENGINES_AND_POOLER: Engine[] = [sqlite, pg, pgbouncer].filter(wanted);
 
 /** Runs `work` on a brand-new store of `engine` and removes the store afterwards. */
 export async function withFreshStore<T>(engine: Engine, work: (url: string) => Promise<T>): Promise<T> {

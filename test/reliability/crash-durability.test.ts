@@ -200,6 +200,8 @@ type State = Sent | null;
 interface Lane {
   /** The acknowledged state of each id this lane touched; null once deleted. */
   states: Map<bigint, State>;
+  /** The id of this lane's next create: it goes on from round to round, so no id is created twice. */
+  nextNew: bigint;
   /** The change the kill cut off, if any: the state before it and the one it would have made. */
   cutOff?: { id: bigint; before: State; after: State };
 }
@@ -224,7 +226,6 @@ async function mixedUntilKilled(server: RunningServer, token: string, killAfter:
   let version = 0;
   await lanes(IN_FLIGHT, async (lane) => {
     const mine = lanesState[lane]!;
-    let nextNew = BigInt(SEED_PLANTS + lane) + 1_000_000n;
     while (!killed) {
       const live = [...mine.states].filter(([, state]) => state !== null).map(([id]) => id);
       const roll = Math.random();
@@ -234,8 +235,8 @@ async function mixedUntilKilled(server: RunningServer, token: string, killAfter:
       let request: () => Promise<Awaited<ReturnType<LoadClient['request']>>>;
       if (roll < 0.3 || live.length === 0) {
         kind = 'create';
-        id = nextNew;
-        nextNew += BigInt(IN_FLIGHT);
+        id = mine.nextNew;
+        mine.nextNew += BigInt(IN_FLIGHT);
         after = plantFor(id);
         const body = asBody(after);
         request = () => client.post(token, body);
@@ -326,7 +327,10 @@ for (const engine of ENGINES) {
       assert.ok(token, 'the first start prints a token');
       t.after(() => server.stop('SIGKILL'));
 
-      const lanesState: Lane[] = Array.from({ length: IN_FLIGHT }, () => ({ states: new Map() }));
+      const lanesState: Lane[] = Array.from({ length: IN_FLIGHT }, (_, lane) => ({
+        states: new Map(),
+        nextNew: BigInt(SEED_PLANTS + lane) + 1_000_000n,
+      }));
       const seeder = new LoadClient(server.url, 32);
       await lanes(32, async (worker) => {
         for (let i = worker + 1; i <= SEED_PLANTS; i += 32) {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import { ENGINES } from '../helpers/engines.js';
+import { ENGINES_AND_POOLER } from '../helpers/engines.js';
 import { call, listPlants, nextLink, postPlant } from '../helpers/http.js';
 import { createToken, runCli, startServer, type RunningServer } from '../helpers/server.js';
 
@@ -12,7 +12,7 @@ import { createToken, runCli, startServer, type RunningServer } from '../helpers
 
 const REVOCATION_DEADLINE_MS = 1_000;
 
-for (const engine of ENGINES) {
+for (const engine of ENGINES_AND_POOLER) {
   describe(`three instances on one store (${engine.name})`, () => {
     let database = '';
     let servers: RunningServer[] = [];

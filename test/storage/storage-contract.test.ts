@@ -11,7 +11,7 @@ import type { Storage } from '../../src/storage/types.js';
 import type { PlantChange, PlantRecord, StoredPlant } from '../../src/storage/types/plants.js';
 import type { ClaimShare, ClaimedDelivery } from '../../src/storage/types/webhooks.js';
 import { claimWindow } from '../../src/webhooks/fair-share.js';
-import { ENGINES, type Engine } from '../helpers/engines.js';
+import { ENGINES_AND_POOLER, type Engine } from '../helpers/engines.js';
 import { insertPlants, type PlantWrite } from '../helpers/plants.js';
 
 /** The Storage interface, checked the same way on every engine. */
@@ -105,7 +105,7 @@ function freshStores(engine: Engine, count = 1) {
   return context;
 }
 
-for (const engine of ENGINES) {
+for (const engine of ENGINES_AND_POOLER) {
   describe(`storage contract (${engine.name})`, () => {
     const store = freshStores(engine);
     const storage = () => store.stores[0]!;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ENGINES } from '../helpers/engines.js';
+import { ENGINES_AND_POOLER } from '../helpers/engines.js';
 import { call, postPlant } from '../helpers/http.js';
 import { createToken } from '../helpers/server.js';
 import { realServer } from '../helpers/suite.js';
@@ -22,7 +22,7 @@ import {
 /** Longer than one retry of the test schedule (1 s +-20 %), for "nothing more arrives". */
 const QUIET_MS = 2_500;
 
-for (const engine of ENGINES) {
+for (const engine of ENGINES_AND_POOLER) {
   describe(`webhook deliveries (${engine.name})`, () => {
     const s = realServer(engine, WEBHOOK_TEST_ARGS);
     const receivers: Receiver[] = [];

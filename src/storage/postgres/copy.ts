@@ -1,4 +1,15 @@
-import type { ColumnKind, CopyStore, CopyTable, Key, Row, Value } from '../copy.js';
+import {
+  COPY_MARKER_TABLE,
+  COPY_PROGRESS_TABLE,
+  decodeKey,
+  encodeKey,
+  type ColumnKind,
+  type CopyStore,
+  type CopyTable,
+  type Key,
+  type Row,
+  type Value,
+} from '../copy.js';
 import { connect } from './connection.js';
 import { migrate } from './migrations.js';
 
@@ -28,6 +39,8 @@ export async function postgresCopyStore(url: string): Promise<CopyStore> {
     throw error;
   }
 
+  const tableExists = async (name: string) =>
+    (await sql`SELECT to_regclass(${name}) IS NOT NULL AS found`)[0]!.found as boolean;
   // Table and column names come from COPY_TABLES, never from input.
   const only = (table: CopyTable) => (table.only ? ` AND ${table.only.column} = '${table.only.value}'` : '');
   const ofAccount = (table: CopyTable) => `FROM ${table.name} WHERE account = $1${only(table)}`;
@@ -78,15 +91,56 @@ export async function postgresCopyStore(url: string): Promise<CopyStore> {
             );
       return raws.map((raw) => toRow(table, raw));
     },
-    async insertNew(table, rows) {
-      if (rows.length === 0) return 0;
+    async insertNew(table, account, rows) {
+      const last = rows[rows.length - 1];
+      if (!last) return 0;
       const columns = Object.keys(table.columns);
       const values = rows.map((row) =>
         Object.fromEntries(columns.map((column) => [column, toPostgres(table.columns[column]!, row[column] ?? null)])),
       );
-      // One statement, so one transaction: the batch is in the target entirely or not at all.
-      const result = await sql`INSERT INTO ${sql(table.name)} ${sql(values as never, columns)} ON CONFLICT DO NOTHING`;
-      return result.count;
+      const after = encodeKey(table.key.map((column) => last[column] ?? null));
+      // The batch and how far the copy got commit together: a resumed copy starts right after what is there.
+      return sql.begin(async (tx) => {
+        const result = await tx`INSERT INTO ${tx(table.name)} ${tx(values as never, columns)} ON CONFLICT DO NOTHING`;
+        await tx.unsafe(
+          `INSERT INTO ${COPY_PROGRESS_TABLE} (table_name, account, after_key) VALUES ($1, $2, $3)
+           ON CONFLICT (table_name, account) DO UPDATE SET after_key = excluded.after_key`,
+          [table.name, account, after],
+        );
+        return result.count;
+      });
+    },
+    async holdsRows(tables) {
+      for (const table of tables) {
+        if ((await sql.unsafe(`SELECT 1 FROM ${table.name} LIMIT 1`)).length > 0) return true;
+      }
+      return false;
+    },
+    async copiedFrom() {
+      if (!(await tableExists(COPY_MARKER_TABLE))) return null;
+      const [row] = await sql.unsafe(`SELECT source FROM ${COPY_MARKER_TABLE}`);
+      return (row?.source as string | undefined) ?? null;
+    },
+    async markCopyOf(source) {
+      await sql.unsafe(
+        `CREATE TABLE IF NOT EXISTS ${COPY_MARKER_TABLE} (source text NOT NULL, started_at timestamptz NOT NULL)`,
+      );
+      await sql.unsafe(`CREATE TABLE IF NOT EXISTS ${COPY_PROGRESS_TABLE} (
+                          table_name text NOT NULL, account text NOT NULL, after_key text NOT NULL,
+                          PRIMARY KEY (table_name, account)
+                        )`);
+      await sql.begin(async (tx) => {
+        await tx.unsafe(`DELETE FROM ${COPY_MARKER_TABLE}`);
+        await tx.unsafe(`INSERT INTO ${COPY_MARKER_TABLE} (source, started_at) VALUES ($1, now())`, [source]);
+      });
+    },
+    async copiedUpTo(table, account) {
+      if (!(await tableExists(COPY_PROGRESS_TABLE))) return null;
+      const [row] = await sql.unsafe(
+        `SELECT after_key FROM ${COPY_PROGRESS_TABLE} WHERE table_name = $1 AND account = $2`,
+        [table.name, account],
+      );
+      return row ? decodeKey(table, row.after_key as string) : null;
     },
     async close() {
       await sql.end({ timeout: 5 });

@@ -1,7 +1,18 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import type { ColumnKind, CopyStore, CopyTable, Key, Row, Value } from '../copy.js';
+import {
+  COPY_MARKER_TABLE,
+  COPY_PROGRESS_TABLE,
+  decodeKey,
+  encodeKey,
+  type ColumnKind,
+  type CopyStore,
+  type CopyTable,
+  type Key,
+  type Row,
+  type Value,
+} from '../copy.js';
 import { sqlitePath } from './index.js';
 import { migrate } from './migrations.js';
 import { outboxRows } from './outbox.js';
@@ -45,6 +56,8 @@ export function sqliteCopyStore(url: string, { create }: { create: boolean }): C
     if (!statement) statements.set(text, (statement = db.prepare(text).safeIntegers(true)));
     return statement;
   };
+  const tableExists = (name: string) =>
+    db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
   const only = (table: CopyTable) => (table.only ? ` AND ${table.only.column} = '${table.only.value}'` : '');
   const ofAccount = (table: CopyTable) => `FROM ${table.name} WHERE account = ?${only(table)}`;
   const keyList = (table: CopyTable) => table.key.join(', ');
@@ -91,10 +104,14 @@ export function sqliteCopyStore(url: string, { create }: { create: boolean }): C
             ).all(account, ...keyValues(table, after), limit);
       return (raws as Record<string, unknown>[]).map((raw) => toRow(table, raw));
     },
-    async insertNew(table, rows) {
+    async insertNew(table, account, rows) {
       const columns = Object.keys(table.columns);
       const insert = prepare(
         `INSERT INTO ${table.name} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')}) ON CONFLICT DO NOTHING`,
+      );
+      const reached = prepare(
+        `INSERT INTO ${COPY_PROGRESS_TABLE} (table_name, account, after_key) VALUES (?, ?, ?)
+         ON CONFLICT (table_name, account) DO UPDATE SET after_key = excluded.after_key`,
       );
       const insertAll = db.transaction(() => {
         let inserted = 0;
@@ -103,9 +120,36 @@ export function sqliteCopyStore(url: string, { create }: { create: boolean }): C
             ...columns.map((column) => toSqlite(table.columns[column]!, row[column] ?? null)),
           ).changes;
         }
+        const last = rows[rows.length - 1];
+        if (last) reached.run(table.name, account, encodeKey(table.key.map((column) => last[column] ?? null)));
         return inserted;
       });
       return insertAll.immediate();
+    },
+    async holdsRows(tables) {
+      return tables.some((table) => prepare(`SELECT 1 FROM ${table.name} LIMIT 1`).get() !== undefined);
+    },
+    async copiedFrom() {
+      if (!tableExists(COPY_MARKER_TABLE)) return null;
+      return (prepare(`SELECT source FROM ${COPY_MARKER_TABLE}`).pluck().get() as string | undefined) ?? null;
+    },
+    async markCopyOf(source) {
+      db.exec(`CREATE TABLE IF NOT EXISTS ${COPY_MARKER_TABLE} (source TEXT NOT NULL, started_at INTEGER NOT NULL);
+               CREATE TABLE IF NOT EXISTS ${COPY_PROGRESS_TABLE} (
+                 table_name TEXT NOT NULL, account TEXT NOT NULL, after_key TEXT NOT NULL,
+                 PRIMARY KEY (table_name, account)
+               ) WITHOUT ROWID;`);
+      db.transaction(() => {
+        db.prepare(`DELETE FROM ${COPY_MARKER_TABLE}`).run();
+        db.prepare(`INSERT INTO ${COPY_MARKER_TABLE} (source, started_at) VALUES (?, ?)`).run(source, Date.now());
+      }).immediate();
+    },
+    async copiedUpTo(table, account) {
+      if (!tableExists(COPY_PROGRESS_TABLE)) return null;
+      const text = prepare(`SELECT after_key FROM ${COPY_PROGRESS_TABLE} WHERE table_name = ? AND account = ?`)
+        .pluck()
+        .get(table.name, account) as string | undefined;
+      return text === undefined ? null : decodeKey(table, text);
     },
     async close() {
       db.close();
