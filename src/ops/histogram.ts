@@ -81,7 +81,9 @@ export class Histogram {
   register(registry: Registry, countAs?: { name: string; help: string }) {
     const all = () => [...this.series.values()];
     // Zeroed, not forgotten: callers keep their series (see `of`) for the life of the process.
-    const reset = () => this.series.forEach((series) => series.reset());
+    const reset = () => {
+      for (const series of this.series.values()) series.reset();
+    };
     const histogram: Collector = {
       name: this.name,
       help: this.help,
@@ -159,7 +161,9 @@ export class LabelledCounter {
         values: [...this.series.values()].map((s) => ({ labels: { ...s.labels }, value: s.value })),
       }),
       // Zeroed, not forgotten, as a histogram's series.
-      reset: () => this.series.forEach((series) => (series.value = 0)),
+      reset: () => {
+        for (const series of this.series.values()) series.value = 0;
+      },
     };
     registry.registerMetric(counter as never);
   }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import fp from 'fastify-plugin';
-import pino from 'pino';
+import type pino from 'pino';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import { loggableUrl } from './loggable-url.js';
 import { httpDuration } from './metrics.js';

@@ -70,7 +70,7 @@ async function streamUntilKilled(
     while (!killed) {
       const plant = plantFor(nextId++);
       inFlight++;
-      let answer;
+      let answer: Awaited<ReturnType<typeof client.post>>;
       try {
         answer = await client.post(token, asBody(plant));
       } catch (error) {
@@ -254,7 +254,7 @@ async function mixedUntilKilled(server: RunningServer, token: string, killAfter:
       }
       const before = mine.states.get(id) ?? null;
       inFlight++;
-      let answer;
+      let answer: Awaited<ReturnType<typeof request>>;
       try {
         answer = await request();
       } catch (error) {
