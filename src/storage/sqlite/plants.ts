@@ -21,7 +21,7 @@ export function sqlitePlants(db: Database.Database): PlantStorage {
   const update = db.prepare('UPDATE plants SET name = ?, tag = ?, revision = ? WHERE account = ? AND id = ?');
   const remove = db.prepare('DELETE FROM plants WHERE account = ? AND id = ?');
   // `LIMIT ? + 0`, not `LIMIT ?`: SQLite plans around a bare LIMIT parameter, so each new binding
-  // made it compile the statement again (a third of a GET's time). Rows come as arrays (`raw`),
+  // made it compile the statement again (a large part of a GET's time). Rows come as arrays (`raw`),
   // which better-sqlite3 builds much faster than objects.
   const selectPage = db
     .prepare('SELECT id, name, tag FROM plants WHERE account = ? AND id > ? ORDER BY id LIMIT ? + 0')
