@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { ENGINES, type Engine } from '../helpers/engines.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
-import { LoadClient, lanes, scaled } from './support.js';
+import { LoadClient, lanes, scaled } from '../helpers/load.js';
 
 /**
  * Contract: "A 200 means the plant is durably stored: it survives kill -9 of the server."

@@ -17,7 +17,7 @@ import {
   verify,
   WEBHOOK_TEST_ARGS,
   type Endpoint,
-} from './support.js';
+} from '../helpers/webhooks.js';
 
 /** Longer than one retry of the test schedule (1 s +-20 %), for "nothing more arrives". */
 const QUIET_MS = 2_500;
