@@ -40,8 +40,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
   app.post<{ Body: NewPlant }>(
     '/plants',
     {
-      config: ACCOUNT_RATE_LIMITED,
-      onRequest: app.requireScope('plants:write'),
+      config: { ...ACCOUNT_RATE_LIMITED, scope: 'plants:write' },
       preParsing: requireJsonBody,
       schema: {
         operationId: 'addPlant',
@@ -58,14 +57,13 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
         },
       },
     },
-    async (request) => plants.create(request.caller!.account, request.body),
+    async (request) => plants.create(request.account, request.body),
   );
 
   app.get<{ Querystring: ListQuery }>(
     '/plants',
     {
-      config: ACCOUNT_RATE_LIMITED,
-      onRequest: app.requireScope('plants:read'),
+      config: { ...ACCOUNT_RATE_LIMITED, scope: 'plants:read' },
       schema: {
         operationId: 'listPlants',
         tags: [TAGS.plants],
@@ -86,7 +84,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
       },
     },
     async (request, reply) => {
-      const { account } = request.caller!;
+      const { account } = request;
       const { limit, cursor } = request.query;
       if (limit === undefined)
         return reply.type(JSON_CONTENT_TYPE).send(Readable.from(jsonArray(plants.all(account, cursor))));
@@ -99,8 +97,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
   app.get<{ Params: PlantIdParams }>(
     '/plants/:id',
     {
-      config: ACCOUNT_RATE_LIMITED,
-      onRequest: app.requireScope('plants:read'),
+      config: { ...ACCOUNT_RATE_LIMITED, scope: 'plants:read' },
       schema: {
         operationId: 'getPlant',
         tags: [TAGS.plants],
@@ -123,7 +120,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
       },
     },
     async (request, reply) => {
-      const plant = await plants.get(request.caller!.account, request.params.id);
+      const plant = await plants.get(request.account, request.params.id);
       const etag = etagOf(plant.revision);
       if (notModified(request.headers['if-none-match'], etag)) {
         return reply.code(304).header('etag', etag).header('cache-control', REVALIDATE).send();
@@ -135,8 +132,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
   app.patch<{ Params: PlantIdParams; Body: PlantPatch }>(
     '/plants/:id',
     {
-      config: ACCOUNT_RATE_LIMITED,
-      onRequest: app.requireScope('plants:write'),
+      config: { ...ACCOUNT_RATE_LIMITED, scope: 'plants:write' },
       preParsing: requireMergePatchBody,
       schema: {
         operationId: 'updatePlant',
@@ -158,7 +154,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
       },
     },
     async (request, reply) => {
-      const { account } = request.caller!;
+      const { account } = request;
       const precondition = ifMatch(request.headers['if-match']);
       return sendPlant(reply, await plants.update(account, request.params.id, request.body, precondition));
     },
@@ -167,8 +163,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
   app.delete<{ Params: PlantIdParams }>(
     '/plants/:id',
     {
-      config: ACCOUNT_RATE_LIMITED,
-      onRequest: app.requireScope('plants:write'),
+      config: { ...ACCOUNT_RATE_LIMITED, scope: 'plants:write' },
       schema: {
         operationId: 'deletePlant',
         tags: [TAGS.plants],
@@ -185,7 +180,7 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
       },
     },
     async (request, reply) => {
-      await plants.remove(request.caller!.account, request.params.id, ifMatch(request.headers['if-match']));
+      await plants.remove(request.account, request.params.id, ifMatch(request.headers['if-match']));
       return reply.code(204).send();
     },
   );

@@ -16,7 +16,7 @@ import type { WebhookService } from './service.js';
 const common = { tags: [TAGS.webhooks] };
 
 export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhooks: WebhookService }) {
-  const route = { config: ACCOUNT_RATE_LIMITED, onRequest: app.requireScope('webhooks:manage') };
+  const route = { config: { ...ACCOUNT_RATE_LIMITED, scope: 'webhooks:manage' as const } };
   const withBody = { ...route, preParsing: requireJsonBody };
 
   app.post<{ Body: NewWebhookEndpoint }>(
@@ -42,7 +42,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
       },
     },
     async (request, reply) => {
-      const created = await webhooks.create(request.caller!.account, request.body);
+      const created = await webhooks.create(request.account, request.body);
       return reply.code(201).header('location', `/webhooks/${created.id}`).send(created);
     },
   );
@@ -62,7 +62,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
         },
       },
     },
-    async (request) => webhooks.list(request.caller!.account),
+    async (request) => webhooks.list(request.account),
   );
 
   app.get<{ Params: WebhookIdParams }>(
@@ -81,7 +81,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
         },
       },
     },
-    async (request) => webhooks.get(request.caller!.account, request.params.id),
+    async (request) => webhooks.get(request.account, request.params.id),
   );
 
   app.patch<{ Params: WebhookIdParams; Body: WebhookEndpointPatch }>(
@@ -103,7 +103,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
         },
       },
     },
-    async (request) => webhooks.update(request.caller!.account, request.params.id, request.body),
+    async (request) => webhooks.update(request.account, request.params.id, request.body),
   );
 
   app.delete<{ Params: WebhookIdParams }>(
@@ -123,7 +123,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
       },
     },
     async (request, reply) => {
-      await webhooks.remove(request.caller!.account, request.params.id);
+      await webhooks.remove(request.account, request.params.id);
       return reply.code(204).send();
     },
   );
@@ -146,7 +146,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
         },
       },
     },
-    async (request) => webhooks.rotateSecret(request.caller!.account, request.params.id),
+    async (request) => webhooks.rotateSecret(request.account, request.params.id),
   );
 
   app.get<{ Params: WebhookIdParams; Querystring: DeliveriesQuery }>(
@@ -166,7 +166,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
         },
       },
     },
-    async (request) => webhooks.deliveries(request.caller!.account, request.params.id, request.query.limit!),
+    async (request) => webhooks.deliveries(request.account, request.params.id, request.query.limit!),
   );
 
   app.post<{ Params: WebhookIdParams; Body: RecoverRequest }>(
@@ -190,7 +190,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
     },
     async (request, reply) => {
       const { since, until } = request.body;
-      const queued = await webhooks.recover(request.caller!.account, request.params.id, since, until);
+      const queued = await webhooks.recover(request.account, request.params.id, since, until);
       return reply.code(202).send({ queued });
     },
   );
