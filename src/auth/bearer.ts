@@ -63,23 +63,25 @@ async function bearerPlugin(app: FastifyInstance, options: BearerOptions) {
   app.decorateRequest('caller', null);
   app.decorateRequest('account', '');
   // Callback-style: most requests carry a token checked in the last moment, answered without a promise.
-  const requireScope = (scope: Scope): onRequestHookHandler => (request, _reply, done) => {
-    const refuse = (error: unknown) => done(refusal(request, error));
-    const authorize = (caller: Caller) => {
-      request.caller = caller;
-      request.account = caller.account;
-      if (caller.scopes.has(scope)) done();
-      else refuse(insufficientScope(scope));
+  const requireScope =
+    (scope: Scope): onRequestHookHandler =>
+    (request, _reply, done) => {
+      const refuse = (error: unknown) => done(refusal(request, error));
+      const authorize = (caller: Caller) => {
+        request.caller = caller;
+        request.account = caller.account;
+        if (caller.scopes.has(scope)) done();
+        else refuse(insufficientScope(scope));
+      };
+      let caller: Caller | Promise<Caller>;
+      try {
+        caller = authenticate(request, options, () => failures === undefined || !failures.isOver(request.ip));
+      } catch (error) {
+        return refuse(error);
+      }
+      if (caller instanceof Promise) caller.then(authorize, refuse);
+      else authorize(caller);
     };
-    let caller: Caller | Promise<Caller>;
-    try {
-      caller = authenticate(request, options, () => failures === undefined || !failures.isOver(request.ip));
-    } catch (error) {
-      return refuse(error);
-    }
-    if (caller instanceof Promise) caller.then(authorize, refuse);
-    else authorize(caller);
-  };
   // A route that declares a scope gets the check as its first onRequest hook (after the app's).
   app.addHook('onRoute', (route) => {
     const scope = route.config?.scope;

@@ -1,25 +1,34 @@
+import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { requireJsonBody } from '../http/json-body.js';
-import { errorResponses, TAGS } from '../http/openapi.js';
+import { errorResponses, NoContent, TAGS } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
 import {
   DeliveriesQuery,
   NewWebhookEndpoint,
   RecoverRequest,
+  RecoverResult,
   WebhookDeliveries,
+  WebhookEndpoint,
   WebhookEndpointPatch,
   WebhookEndpoints,
+  WebhookEndpointWithSecret,
   WebhookIdParams,
 } from './schemas.js';
 import type { WebhookService } from './service.js';
 
 const common = { tags: [TAGS.webhooks] };
 
-export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhooks: WebhookService }) {
+/**
+ * The /webhooks API. Typed from its schemas (the TypeBox type provider): a handler's input is what
+ * its schemas declare, and it can answer only a declared status with the declared shape.
+ */
+export async function webhookRoutes(fastify: FastifyInstance, { webhooks }: { webhooks: WebhookService }) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const route = { config: { ...ACCOUNT_RATE_LIMITED, scope: 'webhooks:manage' as const } };
   const withBody = { ...route, preParsing: requireJsonBody };
 
-  app.post<{ Body: NewWebhookEndpoint }>(
+  app.post(
     '/webhooks',
     {
       ...withBody,
@@ -32,11 +41,10 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
           'The URL must be https and resolve only to public addresses (checked again at each delivery).',
         body: NewWebhookEndpoint,
         response: {
-          201: {
+          201: Type.Ref(WebhookEndpointWithSecret, {
             description: 'Registered; Location is its URL',
             headers: { Location: { type: 'string', description: '/webhooks/{id}' } },
-            $ref: 'WebhookEndpointWithSecret#',
-          },
+          }),
           ...errorResponses(400, 401, 403, 409, 413, 415, 429, 500, 503),
         },
       },
@@ -65,7 +73,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
     async (request) => webhooks.list(request.account),
   );
 
-  app.get<{ Params: WebhookIdParams }>(
+  app.get(
     '/webhooks/:id',
     {
       ...route,
@@ -76,7 +84,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
         description: 'Needs webhooks:manage. Never the secret.',
         params: WebhookIdParams,
         response: {
-          200: { description: 'The endpoint', $ref: 'WebhookEndpoint#' },
+          200: Type.Ref(WebhookEndpoint, { description: 'The endpoint' }),
           ...errorResponses(400, 401, 403, 404, 429, 500, 503),
         },
       },
@@ -84,7 +92,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
     async (request) => webhooks.get(request.account, request.params.id),
   );
 
-  app.patch<{ Params: WebhookIdParams; Body: WebhookEndpointPatch }>(
+  app.patch(
     '/webhooks/:id',
     {
       ...withBody,
@@ -98,7 +106,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
         params: WebhookIdParams,
         body: WebhookEndpointPatch,
         response: {
-          200: { description: 'The endpoint as it is now', $ref: 'WebhookEndpoint#' },
+          200: Type.Ref(WebhookEndpoint, { description: 'The endpoint as it is now' }),
           ...errorResponses(400, 401, 403, 404, 413, 415, 429, 500, 503),
         },
       },
@@ -106,7 +114,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
     async (request) => webhooks.update(request.account, request.params.id, request.body),
   );
 
-  app.delete<{ Params: WebhookIdParams }>(
+  app.delete(
     '/webhooks/:id',
     {
       ...route,
@@ -117,7 +125,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
         description: 'Needs webhooks:manage. Its pending deliveries are dropped.',
         params: WebhookIdParams,
         response: {
-          204: { description: 'Deleted', type: 'null' },
+          204: NoContent('Deleted'),
           ...errorResponses(400, 401, 403, 404, 429, 500, 503),
         },
       },
@@ -128,7 +136,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
     },
   );
 
-  app.post<{ Params: WebhookIdParams }>(
+  app.post(
     '/webhooks/:id/rotate-secret',
     {
       ...route,
@@ -141,7 +149,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
           'new one: webhook-signature then carries two signatures, so receivers can switch without losing an event.',
         params: WebhookIdParams,
         response: {
-          200: { description: 'The endpoint with its new secret', $ref: 'WebhookEndpointWithSecret#' },
+          200: Type.Ref(WebhookEndpointWithSecret, { description: 'The endpoint with its new secret' }),
           ...errorResponses(400, 401, 403, 404, 429, 500, 503),
         },
       },
@@ -149,7 +157,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
     async (request) => webhooks.rotateSecret(request.account, request.params.id),
   );
 
-  app.get<{ Params: WebhookIdParams; Querystring: DeliveriesQuery }>(
+  app.get(
     '/webhooks/:id/deliveries',
     {
       ...route,
@@ -169,7 +177,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
     async (request) => webhooks.deliveries(request.account, request.params.id, request.query.limit!),
   );
 
-  app.post<{ Params: WebhookIdParams; Body: RecoverRequest }>(
+  app.post(
     '/webhooks/:id/recover',
     {
       ...withBody,
@@ -183,7 +191,7 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
         params: WebhookIdParams,
         body: RecoverRequest,
         response: {
-          202: { description: 'Queued again', $ref: 'RecoverResult#' },
+          202: Type.Ref(RecoverResult, { description: 'Queued again' }),
           ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429, 500, 503),
         },
       },
