@@ -1,5 +1,6 @@
 import { HttpError } from '../errors.js';
-import { LIMITS, type ListQuery, type NewPlant, type PlantIdParams, type PlantPatch } from '../schemas.js';
+import type { ExactValidator } from '../http/exact-validator.js';
+import { LIMITS, ListQuery, NewPlant, PlantIdParams, PlantPatch } from '../schemas.js';
 
 /**
  * The exact checks behind the `NewPlant` and `ListQuery` schemas. Ajv cannot do these: it
@@ -100,3 +101,11 @@ export function validateListQuery(query: unknown): ListQuery {
   if (cursor !== undefined) result.cursor = cursor;
   return result;
 }
+
+/** Each input schema with the exact check behind it, for the one validator compiler (contract/validation.ts). */
+export const PLANT_VALIDATORS: readonly ExactValidator[] = [
+  { schema: NewPlant, validate: validateNewPlant },
+  { schema: ListQuery, validate: validateListQuery },
+  { schema: PlantPatch, validate: validatePlantPatch },
+  { schema: PlantIdParams, validate: validatePlantIdParams },
+];
