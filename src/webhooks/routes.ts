@@ -1,32 +1,25 @@
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { requireJsonBody } from '../http/json-body.js';
-import { errorResponses, NoContent, TAGS } from '../http/openapi.js';
-import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
+import { errorResponses, NoContent } from '../http/openapi.js';
 import {
-  DeliveriesQuery,
   NewWebhookEndpoint,
-  RecoverRequest,
-  RecoverResult,
-  WebhookDeliveries,
   WebhookEndpoint,
   WebhookEndpointPatch,
   WebhookEndpoints,
   WebhookEndpointWithSecret,
   WebhookIdParams,
 } from './schemas.js';
+import { deliveryRoutes } from './delivery-routes.js';
+import { common, route, withBody } from './route-options.js';
 import type { WebhookService } from './service.js';
-
-const common = { tags: [TAGS.webhooks] };
 
 /**
  * The /webhooks API. Typed from its schemas (the TypeBox type provider): a handler's input is what
- * its schemas declare, and it can answer only a declared status with the declared shape.
+ * its schemas declare, and it can answer only a declared status with the declared shape. The
+ * routes of an endpoint's deliveries are in delivery-routes.ts.
  */
 export async function webhookRoutes(fastify: FastifyInstance, { webhooks }: { webhooks: WebhookService }) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const route = { config: { ...ACCOUNT_RATE_LIMITED, scope: 'webhooks:manage' as const } };
-  const withBody = { ...route, preParsing: requireJsonBody };
 
   app.post(
     '/webhooks',
@@ -157,49 +150,5 @@ export async function webhookRoutes(fastify: FastifyInstance, { webhooks }: { we
     async (request) => webhooks.rotateSecret(request.account, request.params.id),
   );
 
-  app.get(
-    '/webhooks/:id/deliveries',
-    {
-      ...route,
-      schema: {
-        ...common,
-        operationId: 'listWebhookDeliveries',
-        summary: "The endpoint's deliveries, newest first",
-        description: 'Needs webhooks:manage. Delivered and failed ones are kept for the retention (7 days by default).',
-        params: WebhookIdParams,
-        querystring: DeliveriesQuery,
-        response: {
-          200: { description: 'Newest first', ...WebhookDeliveries },
-          ...errorResponses(400, 401, 403, 404, 429, 500, 503),
-        },
-      },
-    },
-    async (request) => webhooks.deliveries(request.account, request.params.id, request.query.limit!),
-  );
-
-  app.post(
-    '/webhooks/:id/recover',
-    {
-      ...withBody,
-      schema: {
-        ...common,
-        operationId: 'recoverWebhookDeliveries',
-        summary: 'Sends the failed events of a time window again',
-        description:
-          "Needs webhooks:manage. After a receiver's outage: every failed event of this endpoint that happened in " +
-          '[since, until) is queued again, as it was, with its original webhook-id, and a fresh retry schedule.',
-        params: WebhookIdParams,
-        body: RecoverRequest,
-        response: {
-          202: Type.Ref(RecoverResult, { description: 'Queued again' }),
-          ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429, 500, 503),
-        },
-      },
-    },
-    async (request, reply) => {
-      const { since, until } = request.body;
-      const queued = await webhooks.recover(request.account, request.params.id, since, until);
-      return reply.code(202).send({ queued });
-    },
-  );
+  deliveryRoutes(fastify, webhooks);
 }
