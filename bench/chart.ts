@@ -1,5 +1,5 @@
 /** bench/results/chart.svg: each server's req/s and p99 as ratios to the ceiling of its round, scenario by scenario. */
-import type { Results } from './report.js';
+import type { Results } from './report-format.js';
 import { TARGETS, summarize } from './stats.js';
 
 interface Bar {

@@ -8,11 +8,14 @@ import type { Caller, Scope } from './scopes.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
+    /** Who sent the request, once authenticated; null on the routes that need no token. */
     caller: Caller | null;
+    /** The caller's account: set before anything else of a route that declares a `scope` runs. */
+    account: string;
   }
-  interface FastifyInstance {
-    /** An onRequest hook: bearer token -> `request.caller`, then the scope check. */
-    requireScope(scope: Scope): onRequestHookHandler;
+  interface FastifyContextConfig {
+    /** The scope the route needs: its requests are authenticated and authorized first (one onRequest hook). */
+    scope?: Scope;
   }
 }
 
@@ -58,22 +61,34 @@ async function bearerPlugin(app: FastifyInstance, options: BearerOptions) {
   }
 
   app.decorateRequest('caller', null);
+  app.decorateRequest('account', '');
   // Callback-style: most requests carry a token checked in the last moment, answered without a promise.
-  app.decorate('requireScope', (scope: Scope): onRequestHookHandler => (request, _reply, done) => {
-    const refuse = (error: unknown) => done(refusal(request, error));
-    const authorize = (caller: Caller) => {
-      request.caller = caller;
-      if (caller.scopes.has(scope)) done();
-      else refuse(insufficientScope(scope));
+  const requireScope =
+    (scope: Scope): onRequestHookHandler =>
+    (request, _reply, done) => {
+      const refuse = (error: unknown) => done(refusal(request, error));
+      const authorize = (caller: Caller) => {
+        request.caller = caller;
+        request.account = caller.account;
+        if (caller.scopes.has(scope)) done();
+        else refuse(insufficientScope(scope));
+      };
+      let caller: Caller | Promise<Caller>;
+      try {
+        caller = authenticate(request, options, () => failures === undefined || !failures.isOver(request.ip));
+      } catch (error) {
+        return refuse(error);
+      }
+      if (caller instanceof Promise) caller.then(authorize, refuse);
+      else authorize(caller);
     };
-    let caller: Caller | Promise<Caller>;
-    try {
-      caller = authenticate(request, options, () => failures === undefined || !failures.isOver(request.ip));
-    } catch (error) {
-      return refuse(error);
-    }
-    if (caller instanceof Promise) caller.then(authorize, refuse);
-    else authorize(caller);
+  // A route that declares a scope gets the check as its first onRequest hook (after the app's).
+  app.addHook('onRoute', (route) => {
+    const scope = route.config?.scope;
+    if (scope === undefined) return;
+    // A new array: Fastify copies a GET route's options for its HEAD route, and each checks once.
+    const own = route.onRequest === undefined ? [] : [route.onRequest].flat();
+    route.onRequest = [requireScope(scope), ...own];
   });
 }
 

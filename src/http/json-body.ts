@@ -21,7 +21,7 @@ export const refuseEncodedBody: preParsingHookHandler = (request, _reply, payloa
 };
 
 function mediaTypeOf(header: string | undefined): string | undefined {
-  return header?.split(';', 1)[0]!.trim().toLowerCase();
+  return header === undefined ? undefined : header.split(';', 1)[0]!.trim().toLowerCase();
 }
 
 /** `application/json` with any parameters, or `application/*+json`. */

@@ -1,3 +1,5 @@
+import { Type } from '@sinclair/typebox';
+
 /**
  * What every route's schema shares in the OpenAPI document: its tag and its error responses.
  * A route takes them from here, and openapi-document.ts turns them into `$ref`s to shared
@@ -103,6 +105,10 @@ export const OTHER_ERRORS = {
  * An operation's error responses, all with the `Error` body, and `default` for the rest. In the
  * document each becomes a `$ref` to `#/components/responses/Error<status>` (or `OtherErrors`).
  */
+/** An answer without a body: declared `null` in the document, sent as nothing (`reply.send()`). */
+export const NoContent = (description: string, headers?: object) =>
+  Type.Unsafe<void>({ description, ...(headers && { headers }), type: 'null' });
+
 export function errorResponses(...statuses: ErrorStatus[]): Record<string, object> {
   const error = (description: string) => ({ description, $ref: 'Error#' });
   return {

@@ -12,8 +12,8 @@ const MAX_BYTES_PER_UNIT = 3;
  * once, and the buffer is written with one system call when the next line might not fit, every
  * 100 ms, and on exit (`flush`). At 20,000 requests a second that is one write every few
  * milliseconds instead of one per line. pino's sonic-boom did the same with 4 KiB blocks, but
- * measured the whole pending block in bytes at every line and encoded it again to write it: that,
- * and eight times more writes, were a twentieth of a GET's CPU time. Only a SIGKILL loses lines: at
+ * measured the whole pending block in bytes at every line and encoded it again to write it, and
+ * wrote eight times as often: costs paid on every request (bench/analysis.md). Only a SIGKILL loses lines: at
  * most the last 100 ms.
  */
 export class LogOutput {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import fp from 'fastify-plugin';
-import pino from 'pino';
+import type pino from 'pino';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import { loggableUrl } from './loggable-url.js';
 import { httpDuration } from './metrics.js';
@@ -39,7 +39,7 @@ type Bindings = Record<string, unknown>;
 
 /**
  * `request.log`, made only when something logs through it. Fastify gives every request a pino child
- * (its bindings serialized at once: a fortieth of a GET's time in the bench), but most requests
+ * (its bindings serialized at once, a cost on every request: bench/analysis.md), but most requests
  * log nothing through it: their one line is written by the onResponse hook below. Fastify's
  * `childLoggerFactory` option; the child is the one Fastify would have made.
  */
@@ -119,7 +119,8 @@ const json = (text: string) => (NEEDS_ESCAPE.test(text) ? JSON.stringify(text) :
 /**
  * The request line, in the JSON pino writes (`level`, `time`, `pid`, `hostname`, `reqId`, then
  * the fields, then `msg`), built as one string: pino's generic serializer (a loop over the keys,
- * escaping each value, then the buffer's length bookkeeping) was a tenth of a GET's time. Strings
+ * escaping each value, then the buffer's length bookkeeping) was a large part of a GET's time
+ * (bench/analysis.md). Strings
  * are escaped as JSON when they need it, except the method, which Node's parser keeps to the
  * letters of a known method; `account` is left out when there is none, as pino does.
  */

@@ -1,18 +1,18 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { requireJsonBody } from '../http/json-body.js';
 import { errorResponses, TAGS } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
-import { LIMITS, NewPlants, Plants, type NewPlant } from '../schemas.js';
+import { LIMITS, NewPlants, Plants } from '../schemas.js';
 import type { PlantService } from './service.js';
 
 /** `POST /plants/batch`: many plants in one request, all or nothing; the rate limit counts it once. */
-export function batchRoute(app: FastifyInstance, plants: PlantService) {
-  app.post<{ Body: NewPlant[] }>(
+export function batchRoute(app: FastifyInstance<any, any, any, any, TypeBoxTypeProvider>, plants: PlantService) {
+  app.post(
     '/plants/batch',
     {
-      config: ACCOUNT_RATE_LIMITED,
+      config: { ...ACCOUNT_RATE_LIMITED, scope: 'plants:write' },
       bodyLimit: LIMITS.batchBodyBytes,
-      onRequest: app.requireScope('plants:write'),
       preParsing: requireJsonBody,
       schema: {
         operationId: 'addPlants',
@@ -34,6 +34,6 @@ export function batchRoute(app: FastifyInstance, plants: PlantService) {
         },
       },
     },
-    async (request) => plants.createMany(request.caller!.account, request.body),
+    async (request) => plants.createMany(request.account, request.body),
   );
 }

@@ -31,8 +31,7 @@ export function listRoute(app: FastifyInstance, plants: PlantService) {
   app.get<{ Querystring: ListQuery }>(
     '/plants',
     {
-      config: ACCOUNT_RATE_LIMITED,
-      onRequest: app.requireScope('plants:read'),
+      config: { ...ACCOUNT_RATE_LIMITED, scope: 'plants:read' },
       schema: {
         operationId: 'listPlants',
         tags: [TAGS.plants],
@@ -55,7 +54,7 @@ export function listRoute(app: FastifyInstance, plants: PlantService) {
       },
     },
     async (request, reply) => {
-      const { account } = request.caller!;
+      const { account } = request;
       const { limit } = request.query;
       const listing = listRequest(request.query);
       // Counted once the cursor has been judged (a refusal carries no count), beside the rows.

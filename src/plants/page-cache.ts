@@ -5,8 +5,8 @@ import type { Page } from './page.js';
 /**
  * What the cache may hold, in bytes as `pageCost` reckons them: an upper bound of what its pages take
  * in memory, the route's JSON text of each page included, whatever their names and tags. A bound in
- * plants would have to assume the longest names and tags: it held 5,000, about 4 % of the pages a
- * mixed load of 1,000 accounts asked again (bench `mixed`), where this holds about 80,000 ordinary plants.
+ * plants would have to assume the longest names and tags, and so would hold a small fraction of the
+ * ordinary pages a mixed load asks again (figures in bench/analysis.md).
  */
 export const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
 /** Per page and per plant: the objects, the array slot, the map entry and key, the JSON punctuation. */

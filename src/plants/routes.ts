@@ -1,8 +1,16 @@
+import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { requireJsonBody, requireMergePatchBody } from '../http/json-body.js';
-import { errorResponses, TAGS } from '../http/openapi.js';
+import { errorResponses, NoContent, TAGS } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
-import { IfMatchHeaders, IfNoneMatchHeaders, NewPlant, PlantIdParams, PlantPatch } from '../schemas.js';
+import {
+  IfMatchHeaders,
+  IfNoneMatchHeaders,
+  NewPlant,
+  Plant,
+  PlantIdParams,
+  PlantPatch,
+} from '../schemas.js';
 import type { StoredPlant } from '../storage/types/plants.js';
 import { etagOf, ifMatch, notModified } from './etag.js';
 import { batchRoute } from './batch-route.js';
@@ -18,17 +26,23 @@ const REVALIDATE_HEADERS = {
 /** What GET /plants/{id} alone sends: `private, no-cache` (not no-store) so that its ETag can be revalidated. */
 const REVALIDATE = 'private, no-cache';
 
-/** One plant with its ETag. */
-function sendPlant(reply: FastifyReply, plant: StoredPlant) {
-  return reply.header('etag', etagOf(plant.revision)).send(toPlant(plant));
+/** One plant as answered, its ETag set on the reply. */
+function withEtag(reply: FastifyReply, plant: StoredPlant): Plant {
+  reply.header('etag', etagOf(plant.revision));
+  return toPlant(plant);
 }
 
-export async function plantRoutes(app: FastifyInstance, { plants }: { plants: PlantService }) {
-  app.post<{ Body: NewPlant }>(
+/**
+ * The plants API. Typed from its schemas (the TypeBox type provider): a handler's input is what its
+ * schemas declare, and it can answer only a declared status with the declared shape; GET /plants
+ * alone writes its JSON text by hand (json-bodies.ts), so it is declared on the untyped instance.
+ */
+export async function plantRoutes(fastify: FastifyInstance, { plants }: { plants: PlantService }) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  app.post(
     '/plants',
     {
-      config: ACCOUNT_RATE_LIMITED,
-      onRequest: app.requireScope('plants:write'),
+      config: { ...ACCOUNT_RATE_LIMITED, scope: 'plants:write' },
       preParsing: requireJsonBody,
       schema: {
         operationId: 'addPlant',
@@ -40,22 +54,20 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
           'A 200 means the plant is durably stored.',
         body: NewPlant,
         response: {
-          200: { description: 'The stored plant', $ref: 'Plant#' },
+          200: Type.Ref(Plant, { description: 'The stored plant' }),
           ...errorResponses(400, 401, 403, 409, 413, 415, 429, 500, 503),
         },
       },
     },
-    async (request) => plants.create(request.caller!.account, request.body),
+    async (request) => plants.create(request.account, request.body),
   );
   batchRoute(app, plants);
+  listRoute(fastify, plants);
 
-  listRoute(app, plants);
-
-  app.get<{ Params: PlantIdParams }>(
+  app.get(
     '/plants/:id',
     {
-      config: ACCOUNT_RATE_LIMITED,
-      onRequest: app.requireScope('plants:read'),
+      config: { ...ACCOUNT_RATE_LIMITED, scope: 'plants:read' },
       schema: {
         operationId: 'getPlant',
         tags: [TAGS.plants],
@@ -67,31 +79,26 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
         params: PlantIdParams,
         headers: IfNoneMatchHeaders,
         response: {
-          200: { description: 'The plant', headers: REVALIDATE_HEADERS, $ref: 'Plant#' },
-          304: {
-            description: 'Not modified: If-None-Match holds the current ETag',
-            headers: REVALIDATE_HEADERS,
-            type: 'null',
-          },
+          200: Type.Ref(Plant, { description: 'The plant', headers: REVALIDATE_HEADERS }),
+          304: NoContent('Not modified: If-None-Match holds the current ETag', REVALIDATE_HEADERS),
           ...errorResponses(400, 401, 403, 404, 415, 429, 500, 503),
         },
       },
     },
     async (request, reply) => {
-      const plant = await plants.get(request.caller!.account, request.params.id);
+      const plant = await plants.get(request.account, request.params.id);
       const etag = etagOf(plant.revision);
       if (notModified(request.headers['if-none-match'], etag)) {
         return reply.code(304).header('etag', etag).header('cache-control', REVALIDATE).send();
       }
-      return sendPlant(reply.header('cache-control', REVALIDATE), plant);
+      return reply.header('cache-control', REVALIDATE).send(withEtag(reply, plant));
     },
   );
 
-  app.patch<{ Params: PlantIdParams; Body: PlantPatch }>(
+  app.patch(
     '/plants/:id',
     {
-      config: ACCOUNT_RATE_LIMITED,
-      onRequest: app.requireScope('plants:write'),
+      config: { ...ACCOUNT_RATE_LIMITED, scope: 'plants:write' },
       preParsing: requireMergePatchBody,
       schema: {
         operationId: 'updatePlant',
@@ -107,23 +114,22 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
         consumes: ['application/merge-patch+json', 'application/json'],
         body: PlantPatch,
         response: {
-          200: { description: 'The updated plant, with its new ETag', headers: ETAG_HEADER, $ref: 'Plant#' },
+          200: Type.Ref(Plant, { description: 'The updated plant, with its new ETag', headers: ETAG_HEADER }),
           ...errorResponses(400, 401, 403, 404, 412, 413, 415, 429, 500, 503),
         },
       },
     },
     async (request, reply) => {
-      const { account } = request.caller!;
+      const { account } = request;
       const precondition = ifMatch(request.headers['if-match']);
-      return sendPlant(reply, await plants.update(account, request.params.id, request.body, precondition));
+      return reply.send(withEtag(reply, await plants.update(account, request.params.id, request.body, precondition)));
     },
   );
 
-  app.delete<{ Params: PlantIdParams }>(
+  app.delete(
     '/plants/:id',
     {
-      config: ACCOUNT_RATE_LIMITED,
-      onRequest: app.requireScope('plants:write'),
+      config: { ...ACCOUNT_RATE_LIMITED, scope: 'plants:write' },
       schema: {
         operationId: 'deletePlant',
         tags: [TAGS.plants],
@@ -134,13 +140,13 @@ export async function plantRoutes(app: FastifyInstance, { plants }: { plants: Pl
         params: PlantIdParams,
         headers: IfMatchHeaders,
         response: {
-          204: { description: 'Plant deleted', type: 'null' },
+          204: NoContent('Plant deleted'),
           ...errorResponses(400, 401, 403, 404, 412, 415, 429, 500, 503),
         },
       },
     },
     async (request, reply) => {
-      await plants.remove(request.caller!.account, request.params.id, ifMatch(request.headers['if-match']));
+      await plants.remove(request.account, request.params.id, ifMatch(request.headers['if-match']));
       return reply.code(204).send();
     },
   );

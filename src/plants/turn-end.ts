@@ -6,8 +6,8 @@ let pending: Promise<void> | null = null;
  * wait (storage/group-commit.ts, version-per-turn.ts). GET /plants/{id} reads after it: the
  * plants asked in one turn are then read and answered back to back instead of one by one as each
  * request is parsed, so one wake-up of the client's side carries many answers. On loopback that
- * wake-up is most of the kernel's cost of sending an answer (`writev`): waiting for the turn's end
- * took GET /plants/{id} from 36 to 26 µs of CPU (bench:ab by-id). Still exact: each read happens
+ * wake-up is most of the kernel's cost of sending an answer (`writev`), so waiting for the turn's end
+ * saves CPU on every GET by id (figures in bench/analysis.md). Still exact: each read happens
  * after its request arrived, so it sees every change acknowledged before the request was sent.
  */
 export function turnEnd(): Promise<void> {

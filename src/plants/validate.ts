@@ -1,7 +1,8 @@
 import { HttpError } from '../errors.js';
-import { LIMITS, type NewPlant, type PlantIdParams, type PlantPatch } from '../schemas.js';
-import type { ListQuery } from './list-query.js';
+import type { ExactValidator } from '../http/exact-validator.js';
+import { LIMITS, NewPlant, NewPlants, PlantIdParams, PlantPatch } from '../schemas.js';
 import { PLANT_ORDERS, type PlantOrder } from '../storage/plant-query.js';
+import { ListQuery } from './list-query.js';
 
 /**
  * The exact checks behind the `NewPlant` and `ListQuery` schemas. Ajv cannot do these: it
@@ -157,3 +158,12 @@ export function validateListQuery(query: unknown): ListQuery {
   if (cursor !== undefined) result.cursor = cursor;
   return result;
 }
+
+/** Each input schema with the exact check behind it, for the one validator compiler (contract/validation.ts). */
+export const PLANT_VALIDATORS: readonly ExactValidator[] = [
+  { schema: NewPlant, validate: (body) => validateNewPlant(body) },
+  { schema: NewPlants, validate: validateNewPlants },
+  { schema: ListQuery, validate: validateListQuery },
+  { schema: PlantPatch, validate: validatePlantPatch },
+  { schema: PlantIdParams, validate: validatePlantIdParams },
+];

@@ -1,8 +1,8 @@
 /**
  * The storage's `plantsVersion`, read once for all the pages asked during one turn of the event
  * loop, when the poll phase that received their requests is over (`setImmediate`): on SQLite the
- * read is `PRAGMA data_version`, three system calls, which were 7 % of the CPU time of a GET
- * answered from the page cache. It stays exact: each page's version is read after its request
+ * read is `PRAGMA data_version`, three system calls, a visible part of the CPU time of a GET
+ * answered from the page cache (bench/analysis.md). It stays exact: each page's version is read after its request
  * arrived and before it is answered, so a commit acknowledged to anyone before the request was
  * sent is seen, as with a read per request. The same window as group commit's (storage/group-commit.ts).
  */

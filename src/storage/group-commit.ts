@@ -87,7 +87,9 @@ export function groupCommit(
     try {
       const outcomes = await apply(batch.map((p) => p.change));
       committed?.();
-      batch.forEach((p, i) => p.resolve(outcomes[i]!));
+      batch.forEach((p, i) => {
+        p.resolve(outcomes[i]!);
+      });
     } catch (error) {
       if (batch.length === 1) return batch[0]!.reject(error);
       for (const pending of batch) await commit([pending]);

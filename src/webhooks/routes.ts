@@ -1,25 +1,27 @@
+import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { requireJsonBody } from '../http/json-body.js';
-import { errorResponses, TAGS } from '../http/openapi.js';
-import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
+import { errorResponses, NoContent } from '../http/openapi.js';
 import {
-  DeliveriesQuery,
   NewWebhookEndpoint,
-  RecoverRequest,
-  WebhookDeliveries,
+  WebhookEndpoint,
   WebhookEndpointPatch,
   WebhookEndpoints,
+  WebhookEndpointWithSecret,
   WebhookIdParams,
 } from './schemas.js';
+import { deliveryRoutes } from './delivery-routes.js';
+import { common, route, withBody } from './route-options.js';
 import type { WebhookService } from './service.js';
 
-const common = { tags: [TAGS.webhooks] };
+/**
+ * The /webhooks API. Typed from its schemas (the TypeBox type provider): a handler's input is what
+ * its schemas declare, and it can answer only a declared status with the declared shape. The
+ * routes of an endpoint's deliveries are in delivery-routes.ts.
+ */
+export async function webhookRoutes(fastify: FastifyInstance, { webhooks }: { webhooks: WebhookService }) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
-export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhooks: WebhookService }) {
-  const route = { config: ACCOUNT_RATE_LIMITED, onRequest: app.requireScope('webhooks:manage') };
-  const withBody = { ...route, preParsing: requireJsonBody };
-
-  app.post<{ Body: NewWebhookEndpoint }>(
+  app.post(
     '/webhooks',
     {
       ...withBody,
@@ -32,17 +34,16 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
           'The URL must be https and resolve only to public addresses (checked again at each delivery).',
         body: NewWebhookEndpoint,
         response: {
-          201: {
+          201: Type.Ref(WebhookEndpointWithSecret, {
             description: 'Registered; Location is its URL',
             headers: { Location: { type: 'string', description: '/webhooks/{id}' } },
-            $ref: 'WebhookEndpointWithSecret#',
-          },
+          }),
           ...errorResponses(400, 401, 403, 409, 413, 415, 429, 500, 503),
         },
       },
     },
     async (request, reply) => {
-      const created = await webhooks.create(request.caller!.account, request.body);
+      const created = await webhooks.create(request.account, request.body);
       return reply.code(201).header('location', `/webhooks/${created.id}`).send(created);
     },
   );
@@ -62,10 +63,10 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
         },
       },
     },
-    async (request) => webhooks.list(request.caller!.account),
+    async (request) => webhooks.list(request.account),
   );
 
-  app.get<{ Params: WebhookIdParams }>(
+  app.get(
     '/webhooks/:id',
     {
       ...route,
@@ -76,15 +77,15 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
         description: 'Needs webhooks:manage. Never the secret.',
         params: WebhookIdParams,
         response: {
-          200: { description: 'The endpoint', $ref: 'WebhookEndpoint#' },
+          200: Type.Ref(WebhookEndpoint, { description: 'The endpoint' }),
           ...errorResponses(400, 401, 403, 404, 429, 500, 503),
         },
       },
     },
-    async (request) => webhooks.get(request.caller!.account, request.params.id),
+    async (request) => webhooks.get(request.account, request.params.id),
   );
 
-  app.patch<{ Params: WebhookIdParams; Body: WebhookEndpointPatch }>(
+  app.patch(
     '/webhooks/:id',
     {
       ...withBody,
@@ -98,15 +99,15 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
         params: WebhookIdParams,
         body: WebhookEndpointPatch,
         response: {
-          200: { description: 'The endpoint as it is now', $ref: 'WebhookEndpoint#' },
+          200: Type.Ref(WebhookEndpoint, { description: 'The endpoint as it is now' }),
           ...errorResponses(400, 401, 403, 404, 413, 415, 429, 500, 503),
         },
       },
     },
-    async (request) => webhooks.update(request.caller!.account, request.params.id, request.body),
+    async (request) => webhooks.update(request.account, request.params.id, request.body),
   );
 
-  app.delete<{ Params: WebhookIdParams }>(
+  app.delete(
     '/webhooks/:id',
     {
       ...route,
@@ -117,18 +118,18 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
         description: 'Needs webhooks:manage. Its pending deliveries are dropped.',
         params: WebhookIdParams,
         response: {
-          204: { description: 'Deleted', type: 'null' },
+          204: NoContent('Deleted'),
           ...errorResponses(400, 401, 403, 404, 429, 500, 503),
         },
       },
     },
     async (request, reply) => {
-      await webhooks.remove(request.caller!.account, request.params.id);
+      await webhooks.remove(request.account, request.params.id);
       return reply.code(204).send();
     },
   );
 
-  app.post<{ Params: WebhookIdParams }>(
+  app.post(
     '/webhooks/:id/rotate-secret',
     {
       ...route,
@@ -141,58 +142,13 @@ export async function webhookRoutes(app: FastifyInstance, { webhooks }: { webhoo
           'new one: webhook-signature then carries two signatures, so receivers can switch without losing an event.',
         params: WebhookIdParams,
         response: {
-          200: { description: 'The endpoint with its new secret', $ref: 'WebhookEndpointWithSecret#' },
+          200: Type.Ref(WebhookEndpointWithSecret, { description: 'The endpoint with its new secret' }),
           ...errorResponses(400, 401, 403, 404, 429, 500, 503),
         },
       },
     },
-    async (request) => webhooks.rotateSecret(request.caller!.account, request.params.id),
+    async (request) => webhooks.rotateSecret(request.account, request.params.id),
   );
 
-  app.get<{ Params: WebhookIdParams; Querystring: DeliveriesQuery }>(
-    '/webhooks/:id/deliveries',
-    {
-      ...route,
-      schema: {
-        ...common,
-        operationId: 'listWebhookDeliveries',
-        summary: "The endpoint's deliveries, newest first",
-        description: 'Needs webhooks:manage. Delivered and failed ones are kept for the retention (7 days by default).',
-        params: WebhookIdParams,
-        querystring: DeliveriesQuery,
-        response: {
-          200: { description: 'Newest first', ...WebhookDeliveries },
-          ...errorResponses(400, 401, 403, 404, 429, 500, 503),
-        },
-      },
-    },
-    async (request) => webhooks.deliveries(request.caller!.account, request.params.id, request.query.limit!),
-  );
-
-  app.post<{ Params: WebhookIdParams; Body: RecoverRequest }>(
-    '/webhooks/:id/recover',
-    {
-      ...withBody,
-      schema: {
-        ...common,
-        operationId: 'recoverWebhookDeliveries',
-        summary: 'Sends the failed events of a time window again',
-        description:
-          "Needs webhooks:manage. After a receiver's outage: every failed event of this endpoint that happened in " +
-          '[since, until) is queued again, as it was, with its original webhook-id, and a fresh retry schedule. ' +
-          'until, when given, must be later than since (else 400 naming until).',
-        params: WebhookIdParams,
-        body: RecoverRequest,
-        response: {
-          202: { description: 'Queued again', $ref: 'RecoverResult#' },
-          ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429, 500, 503),
-        },
-      },
-    },
-    async (request, reply) => {
-      const { since, until } = request.body;
-      const queued = await webhooks.recover(request.caller!.account, request.params.id, since, until);
-      return reply.code(202).send({ queued });
-    },
-  );
+  deliveryRoutes(fastify, webhooks);
 }

@@ -166,19 +166,19 @@ export const WebhookDelivery = Type.Object(
 export type WebhookDelivery = Static<typeof WebhookDelivery>;
 export const WebhookDeliveries = Type.Array(Type.Ref(WebhookDelivery), { examples: [WebhookDelivery.examples] });
 
+/** A date-time input: its exact validator (validate.ts) hands it on as a Date. */
+const TimestampInput = (description: string) => Type.Unsafe<Date>({ format: 'date-time', description, type: 'string' });
+
 export const RecoverRequest = Type.Object(
   {
-    since: Timestamp('Start of the window (RFC 3339), inclusive'),
+    since: TimestampInput('Start of the window (RFC 3339), inclusive'),
     until: Type.Optional(
-      Timestamp('End of the window (RFC 3339), exclusive; now when absent. Must be later than since, else 400'),
+      TimestampInput('End of the window (RFC 3339), exclusive; now when absent. Must be later than since, else 400'),
     ),
   },
   { $id: 'RecoverRequest', additionalProperties: true, examples: [{ since: '2026-11-23T08:00:00Z' }] },
 );
-export interface RecoverRequest {
-  since: Date;
-  until?: Date;
-}
+export type RecoverRequest = Static<typeof RecoverRequest>;
 
 export const RecoverResult = Type.Object(
   { queued: Type.Integer({ description: 'Failed events queued again, each with its original webhook-id' }) },

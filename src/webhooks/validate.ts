@@ -2,14 +2,15 @@ import { HttpError } from '../errors.js';
 import { LIMITS } from '../schemas.js';
 import { PLANT_EVENT_TYPES, type PlantEventType } from '../events/plant-event.js';
 import { MAX_URL_LENGTH } from './address-guard.js';
+import type { ExactValidator } from '../http/exact-validator.js';
 import {
   DELIVERIES_LIMIT,
   ENDPOINT_ID_PATTERN,
-  type DeliveriesQuery,
-  type NewWebhookEndpoint,
-  type RecoverRequest,
-  type WebhookEndpointPatch,
-  type WebhookIdParams,
+  DeliveriesQuery,
+  NewWebhookEndpoint,
+  RecoverRequest,
+  WebhookEndpointPatch,
+  WebhookIdParams,
 } from './schemas.js';
 
 /**
@@ -126,11 +127,11 @@ export function validateRecoverRequest(body: unknown): RecoverRequest {
   return { since, until };
 }
 
-/** By schema `$id`, for the one validator compiler (contract/validation.ts). */
-export const WEBHOOK_VALIDATORS: Record<string, (input: unknown) => unknown> = {
-  NewWebhookEndpoint: validateNewWebhookEndpoint,
-  WebhookEndpointPatch: validateWebhookEndpointPatch,
-  WebhookIdParams: validateWebhookIdParams,
-  DeliveriesQuery: validateDeliveriesQuery,
-  RecoverRequest: validateRecoverRequest,
-};
+/** Each input schema with the exact check behind it, for the one validator compiler (contract/validation.ts). */
+export const WEBHOOK_VALIDATORS: readonly ExactValidator[] = [
+  { schema: NewWebhookEndpoint, validate: validateNewWebhookEndpoint },
+  { schema: WebhookEndpointPatch, validate: validateWebhookEndpointPatch },
+  { schema: WebhookIdParams, validate: validateWebhookIdParams },
+  { schema: DeliveriesQuery, validate: validateDeliveriesQuery },
+  { schema: RecoverRequest, validate: validateRecoverRequest },
+];

@@ -15,9 +15,9 @@ async function query(url: string, text: string, params: unknown[] = []): Promise
     const db = new Database(url.slice('sqlite:'.length));
     try {
       const statement = db.prepare(text.replace(/\$\d+/g, '?')).safeIntegers(true);
-      return statement.reader
-        ? (statement.all(...params) as Record<string, unknown>[])
-        : (statement.run(...params), []);
+      if (statement.reader) return statement.all(...params) as Record<string, unknown>[];
+      statement.run(...params);
+      return [];
     } finally {
       db.close();
     }

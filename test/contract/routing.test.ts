@@ -5,7 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { ENGINES } from '../helpers/engines.js';
 import { postPlant } from '../helpers/http.js';
 import { realServer } from '../helpers/suite.js';
-import { assertErrorBody, rawExchange } from '../reliability/support.js';
+import { assertErrorBody, rawExchange } from '../helpers/raw-http.js';
 
 /**
  * The contract's routing rules ("Everything else"): unknown path -> 404; known path, wrong method

@@ -84,7 +84,9 @@ describe('GET /docs in a real browser (headless Chromium)', { skip }, () => {
     await shown.locator('.response-col_status').waitFor();
     return {
       network: response,
+      // biome-ignore lint/performance/useDomNodeTextContent: the text as the reader sees it, rendered.
       status: (await shown.locator('.response-col_status').innerText()).trim(),
+      // biome-ignore lint/performance/useDomNodeTextContent: the text as the reader sees it, rendered.
       body: await shown.locator('.response-col_description pre').first().innerText(),
     };
   }

@@ -3,7 +3,8 @@ import net from 'node:net';
 import { describe, it } from 'node:test';
 import { ENGINES } from '../helpers/engines.js';
 import { realServer } from '../helpers/suite.js';
-import { assertErrorBody, parseResponses, scaled } from '../reliability/support.js';
+import { scaled } from '../helpers/load.js';
+import { assertErrorBody, parseResponses } from '../helpers/raw-http.js';
 
 /** A method llhttp does not know: the parser rejects the request before Fastify sees it. */
 const BAD = 'FOO /plants HTTP/1.1\r\nHost: x\r\n\r\n';

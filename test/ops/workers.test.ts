@@ -30,7 +30,7 @@ function getAlone(url: string): Promise<{ status: number; text: string }> {
 }
 
 /** The value of one series in a scrape of /metrics, 0 when absent. */
-function valueOf(scrape: string, series: string): number {
+function seriesValue(scrape: string, series: string): number {
   const line = scrape.split('\n').find((l) => l.startsWith(`${series} `));
   return line === undefined ? 0 : Number(line.split(' ')[1]);
 }
@@ -73,8 +73,8 @@ describe('--workers 2: two processes serve one port on one SQLite store', () => 
     // Each scrape is answered by one worker or the other, and shows the same total.
     for (let i = 0; i < 4; i++) {
       const scrape = (await getAlone(`${server.url}/metrics`)).text;
-      assert.equal(valueOf(scrape, HEALTHZ_COUNT), requests, scrape);
-      assert.equal(valueOf(scrape, HEALTHZ_HISTOGRAM_COUNT), requests);
+      assert.equal(seriesValue(scrape, HEALTHZ_COUNT), requests, scrape);
+      assert.equal(seriesValue(scrape, HEALTHZ_HISTOGRAM_COUNT), requests);
       assert.match(
         scrape,
         /plant_store_http_request_duration_seconds_bucket\{le="\+Inf",method="GET",route="\/healthz",status="200"\} 20\n/,
@@ -110,7 +110,7 @@ describe('--workers 2: two processes serve one port on one SQLite store', () => 
   });
 
   it('replaces a worker that dies, and its counts stay in the sums', async () => {
-    const counted = valueOf((await getAlone(`${server.url}/metrics`)).text, HEALTHZ_COUNT);
+    const counted = seriesValue((await getAlone(`${server.url}/metrics`)).text, HEALTHZ_COUNT);
     assert.ok(counted >= 20);
     const [victim] = workerPids(server);
     process.kill(victim!, 'SIGKILL');
@@ -126,7 +126,7 @@ describe('--workers 2: two processes serve one port on one SQLite store', () => 
     assert.equal((await listPlants(server.url, server.firstToken!)).status, 200);
     // A sum that went down would read as a counter reset to Prometheus.
     for (let i = 0; i < 2; i++) {
-      assert.equal(valueOf((await getAlone(`${server.url}/metrics`)).text, HEALTHZ_COUNT), counted);
+      assert.equal(seriesValue((await getAlone(`${server.url}/metrics`)).text, HEALTHZ_COUNT), counted);
     }
   });
 

@@ -47,10 +47,11 @@ describe('the page cache answers only what the store would answer now', () => {
       ['1:a', null, 10],
       ['a:1', 0n, 10],
     ];
-    pages.forEach(([account, after, limit], i) => cache.set(1, 0, account, after, limit, page(`plant ${i}`)));
-    pages.forEach(([account, after, limit], i) =>
-      assert.deepEqual(cache.get(1, account, after, limit), page(`plant ${i}`), `${account} ${after} ${limit}`),
-    );
+    for (const [i, [account, after, limit]] of pages.entries())
+      cache.set(1, 0, account, after, limit, page(`plant ${i}`));
+    for (const [i, [account, after, limit]] of pages.entries()) {
+      assert.deepEqual(cache.get(1, account, after, limit), page(`plant ${i}`), `${account} ${after} ${limit}`);
+    }
   });
 
   it(`holds at most ${PAGE_CACHE_BYTES} bytes of pages, dropping the oldest pages first`, () => {

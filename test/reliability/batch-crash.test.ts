@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ENGINES } from '../helpers/engines.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
-import { LoadClient, lanes, scaled } from './support.js';
+import { LoadClient, lanes, scaled } from '../helpers/load.js';
 
 /**
  * Contract: a batch is "all or nothing ... Durable before the answer (one transaction, through the

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { ENGINES, type Engine } from '../helpers/engines.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
-import { LoadClient, lanes, scaled } from './support.js';
+import { LoadClient, lanes, scaled } from '../helpers/load.js';
 
 /**
  * Contract: "A 200 means the plant is durably stored: it survives kill -9 of the server."
@@ -70,7 +70,7 @@ async function streamUntilKilled(
     while (!killed) {
       const plant = plantFor(nextId++);
       inFlight++;
-      let answer;
+      let answer: Awaited<ReturnType<typeof client.post>>;
       try {
         answer = await client.post(token, asBody(plant));
       } catch (error) {
@@ -255,7 +255,7 @@ async function mixedUntilKilled(server: RunningServer, token: string, killAfter:
       }
       const before = mine.states.get(id) ?? null;
       inFlight++;
-      let answer;
+      let answer: Awaited<ReturnType<typeof request>>;
       try {
         answer = await request();
       } catch (error) {

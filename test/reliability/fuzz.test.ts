@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ENGINES } from '../helpers/engines.js';
 import { createToken, runCli, startServer, type RunningServer } from '../helpers/server.js';
-import { assertErrorBody, rawExchange, scaled, type RawExchange } from './support.js';
+import { assertErrorBody, rawExchange, type RawExchange } from '../helpers/raw-http.js';
+import { scaled } from '../helpers/load.js';
 
 /**
  * The HTTP surface under random requests, sent as raw bytes over a socket so that anything a

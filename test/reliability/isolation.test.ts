@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ENGINES } from '../helpers/engines.js';
 import { testApp, type TestApp } from '../helpers/app.js';
-import { assertErrorBody, scaled } from './support.js';
+import { assertErrorBody } from '../helpers/raw-http.js';
+import { scaled } from '../helpers/load.js';
 
 /**
  * Contract: "GET /plants returns only the caller's account's plants. No request can read, detect

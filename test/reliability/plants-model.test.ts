@@ -5,7 +5,7 @@ import { ENGINES } from '../helpers/engines.js';
 import { call, nextLink, type Reply } from '../helpers/http.js';
 import { createToken } from '../helpers/server.js';
 import { realServer } from '../helpers/suite.js';
-import { scaled } from './support.js';
+import { scaled } from '../helpers/load.js';
 
 /**
  * A model of the plants API, checked against a real server: random interleavings of create, PATCH

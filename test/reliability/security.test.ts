@@ -9,7 +9,8 @@ import { openStorage } from '../../src/storage/open.js';
 import { testApp } from '../helpers/app.js';
 import { ENGINES, type Engine } from '../helpers/engines.js';
 import { createToken, runCli, startServer } from '../helpers/server.js';
-import { oneShot, rawExchange, sleep } from './support.js';
+import { oneShot, sleep } from '../helpers/load.js';
+import { rawExchange } from '../helpers/raw-http.js';
 
 /**
  * Security hygiene (SECURITY.md states the threat model these tests stand behind):

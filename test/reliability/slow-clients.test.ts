@@ -4,7 +4,9 @@ import { Worker } from 'node:worker_threads';
 import { describe, it } from 'node:test';
 import { sqlite } from '../helpers/engines.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
-import { assertErrorBody, eventually, openFds, parseResponses, scaled, sleep } from './support.js';
+import { assertErrorBody, parseResponses } from '../helpers/raw-http.js';
+import { pollUntil, scaled, sleep } from '../helpers/load.js';
+import { openFds } from '../helpers/proc.js';
 
 /**
  * Slow and hostile clients: the time-outs the server sets (src/app.ts) hold, the server keeps
@@ -143,7 +145,7 @@ function keepServing(server: RunningServer, token: string) {
 /** The server's open descriptors, once the fetch pool's idle sockets are gone. */
 async function settledFds(server: RunningServer, atMost: number, withinMs: number): Promise<number> {
   const pid = server.process.pid!;
-  await eventually(() => openFds(pid) <= atMost, withinMs);
+  await pollUntil(() => openFds(pid) <= atMost, withinMs);
   return openFds(pid);
 }
 
@@ -246,7 +248,7 @@ describe(
       );
       const pid = server.process.pid!;
       assert.ok(
-        await eventually(() => openFds(pid) >= baseline + IDLE, 5_000),
+        await pollUntil(() => openFds(pid) >= baseline + IDLE, 5_000),
         `the server holds all ${IDLE} silent connections at once`,
       );
 

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ENGINES } from '../helpers/engines.js';
 import { createToken, startServer } from '../helpers/server.js';
-import { LoadClient, lanes, rssKiB, scaled, sleep } from './support.js';
+import { LoadClient, lanes, scaled, sleep } from '../helpers/load.js';
+import { rssKiB } from '../helpers/proc.js';
 
 /**
  * Load and soak: the server at saturation (every connection always busy) with mixed reads and

@@ -4,7 +4,14 @@ import { ENGINES } from '../helpers/engines.js';
 import { call } from '../helpers/http.js';
 import { createToken } from '../helpers/server.js';
 import { isErrorBody, realServer } from '../helpers/suite.js';
-import { createWebhook, patchWebhook, recover, registerEndpoint, WEBHOOK_TEST_ARGS, type Endpoint } from './support.js';
+import {
+  createWebhook,
+  patchWebhook,
+  recover,
+  registerEndpoint,
+  WEBHOOK_TEST_ARGS,
+  type Endpoint,
+} from '../helpers/webhooks.js';
 
 const HOOK = 'http://127.0.0.1:9/hook';
 

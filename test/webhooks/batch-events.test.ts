@@ -5,7 +5,7 @@ import { ENGINES } from '../helpers/engines.js';
 import { postBatch, postPlant } from '../helpers/http.js';
 import { createToken } from '../helpers/server.js';
 import { realServer } from '../helpers/suite.js';
-import { Receiver, registerEndpoint, verify, WEBHOOK_TEST_ARGS } from './support.js';
+import { Receiver, registerEndpoint, verify, WEBHOOK_TEST_ARGS } from '../helpers/webhooks.js';
 
 /** Longer than one retry of the test schedule (1 s +-20 %), for "nothing more arrives". */
 const QUIET_MS = 2_500;

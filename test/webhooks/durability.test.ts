@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { ENGINES, withFreshStore } from '../helpers/engines.js';
 import { postPlant } from '../helpers/http.js';
 import { startServer } from '../helpers/server.js';
-import { deliveries, eventually, Receiver, registerEndpoint, verify } from './support.js';
+import { deliveries, eventually, Receiver, registerEndpoint, verify } from '../helpers/webhooks.js';
 
 const ARGS = [
   '--webhook-allow-private',

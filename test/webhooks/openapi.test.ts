@@ -4,7 +4,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { sqlite } from '../helpers/engines.js';
 import { call } from '../helpers/http.js';
 import { realServer } from '../helpers/suite.js';
-import { createWebhook } from './support.js';
+import { createWebhook } from '../helpers/webhooks.js';
 
 interface Operation {
   operationId?: string;

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ENGINES, pg, withFreshStore } from '../helpers/engines.js';
 import { postPlant } from '../helpers/http.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
-import { deliveries, Receiver, registerEndpoint, WEBHOOK_TEST_ARGS } from './support.js';
+import { deliveries, Receiver, registerEndpoint, WEBHOOK_TEST_ARGS } from '../helpers/webhooks.js';
 
 const EVENTS = 200;
 

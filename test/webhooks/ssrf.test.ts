@@ -4,7 +4,14 @@ import { openStorage } from '../../src/storage/open.js';
 import { ENGINES } from '../helpers/engines.js';
 import { postPlant } from '../helpers/http.js';
 import { isErrorBody, realServer } from '../helpers/suite.js';
-import { createWebhook, deliveries, eventually, patchWebhook, Receiver, registerEndpoint } from './support.js';
+import {
+  createWebhook,
+  deliveries,
+  eventually,
+  patchWebhook,
+  Receiver,
+  registerEndpoint,
+} from '../helpers/webhooks.js';
 
 /** Without --webhook-allow-private, as in production. */
 for (const engine of ENGINES) {

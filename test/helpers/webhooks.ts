@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
-import { call, type Reply } from '../helpers/http.js';
+import { call, type Reply } from './http.js';
 
 /** A webhook receiver on 127.0.0.1, as a subscriber would run one, and the API calls the tests make. */
 

@@ -1,0 +1,34 @@
+import type { Generator } from './load.js';
+import type { ScenarioResult } from './rounds.js';
+import type { ListingFigures } from './scenarios/listing.js';
+import type { Ratio } from './stats.js';
+import type { Sizes } from './stores.js';
+
+/** One run's results as BENCHMARKS.md reads them, and how its figures are written. */
+
+export interface Results {
+  startedAt: string;
+  durationSec: number;
+  machine: {
+    nproc: number;
+    cpuModel: string;
+    node: string;
+    kernel: string;
+    loadGenerator: string;
+    pinned: boolean;
+    commit: string;
+    fsync: { p50Ms: number; p90Ms: number };
+    /** The 1-minute load average when the bench started and ended. */
+    loadAverage: { start: number; end: number };
+  };
+  settings: { connections: number; runSec: number; warmupSec: number; rounds: number; generator: Generator };
+  sizes: Required<Sizes>;
+  scenarios: Record<string, ScenarioResult>;
+  listing?: ListingFigures;
+}
+
+export const f0 = (n: number) => Math.round(n).toLocaleString('en-US');
+export const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : 'n/a');
+export const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+export const met = (ok: boolean) => (ok ? 'yes' : '**no**');
+export const spread = (r: Ratio) => (r.perRound.length > 1 ? ` (${f2(r.min)}-${f2(r.max)})` : '');

@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { TSchema } from '@sinclair/typebox';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { ExactValidator } from '../../src/http/exact-validator.js';
+import { PLANT_VALIDATORS } from '../../src/plants/validate.js';
+import { WEBHOOK_VALIDATORS } from '../../src/webhooks/validate.js';
+
+/**
+ * Each exact check stands behind its schema: the two accept and refuse the same bodies. A JSON
+ * Schema validator (Ajv, without coercion) reads the schema as a client's tools would; the exact
+ * check is what the server holds a request to. The bodies are derived from each schema: its
+ * examples, and one wrong thing at a time (a required field missing, a field of another type, a
+ * string past its length, an unknown field where none is allowed). Path and query parameters
+ * arrive as text and are converted by their checks, so only bodies are compared here.
+ */
+
+const ajv = new Ajv({ strict: false, coerceTypes: false, allErrors: false });
+addFormats.default(ajv);
+
+type Schema = TSchema & {
+  properties?: Record<string, Schema>;
+  required?: string[];
+  additionalProperties?: boolean;
+  examples?: unknown[];
+  maxLength?: number;
+  minLength?: number;
+};
+
+const OF_ANOTHER_TYPE: Record<string, unknown[]> = {
+  string: [5, true, [], {}],
+  integer: ['5', 1.5, true, [], {}],
+  boolean: ['true', 1, [], {}],
+  array: ['plant.created', 5, {}],
+};
+
+/** The bodies that break exactly one rule of the schema, each with what it breaks. */
+function wrongBodies(schema: Schema, valid: Record<string, unknown>): Array<[string, unknown]> {
+  const wrong: Array<[string, unknown]> = [
+    ['not an object', []],
+    ['null', null],
+  ];
+  for (const name of schema.required ?? []) {
+    const { [name]: _, ...rest } = valid;
+    wrong.push([`${name} missing`, rest]);
+  }
+  for (const [name, property] of Object.entries(schema.properties ?? {})) {
+    for (const value of OF_ANOTHER_TYPE[property.type as string] ?? []) {
+      wrong.push([`${name} as ${JSON.stringify(value)}`, { ...valid, [name]: value }]);
+    }
+    if (property.maxLength !== undefined) {
+      wrong.push([`${name} too long`, { ...valid, [name]: 'a'.repeat(property.maxLength + 1) }]);
+    }
+    if (property.minLength !== undefined && property.minLength > 0) {
+      wrong.push([`${name} too short`, { ...valid, [name]: 'a'.repeat(property.minLength - 1) }]);
+    }
+  }
+  if (schema.additionalProperties === false) wrong.push(['an unknown field', { ...valid, unknown: 1 }]);
+  return wrong;
+}
+
+function accepts(validate: (input: unknown) => unknown, body: unknown): boolean {
+  try {
+    validate(body);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const BODIES = [...PLANT_VALIDATORS, ...WEBHOOK_VALIDATORS].filter(({ schema }) => !/Params$|Query$/.test(schema.$id!));
+
+describe('each exact check accepts and refuses what its schema does', () => {
+  it('covers every body schema that has a check', () => {
+    assert.deepEqual(BODIES.map(({ schema }) => schema.$id).sort(), [
+      'NewPlant',
+      'NewWebhookEndpoint',
+      'PlantPatch',
+      'RecoverRequest',
+      'WebhookEndpointPatch',
+    ]);
+  });
+
+  for (const { schema, validate } of BODIES as ExactValidator[]) {
+    const json = schema as Schema;
+    const check = ajv.compile({ ...json, $id: undefined });
+    describe(schema.$id!, () => {
+      const examples = (json.examples ?? []) as Record<string, unknown>[];
+      it('has examples, and both accept each of them', () => {
+        assert.ok(examples.length > 0, 'the schema shows an example');
+        for (const example of examples) {
+          assert.equal(check(example), true, `schema: ${JSON.stringify(example)}`);
+          assert.equal(accepts(validate, example), true, `check: ${JSON.stringify(example)}`);
+        }
+      });
+      it('both refuse each body that breaks one rule of the schema', () => {
+        for (const [what, body] of wrongBodies(json, examples[0]!)) {
+          assert.equal(check(body), false, `the schema accepts ${what}`);
+          assert.equal(accepts(validate, body), false, `the check accepts ${what}`);
+        }
+      });
+    });
+  }
+});
