@@ -5,6 +5,7 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { ExactValidator } from '../../src/http/exact-validator.js';
 import { PLANT_VALIDATORS } from '../../src/plants/validate.js';
+import { NewPlant } from '../../src/schemas.js';
 import { WEBHOOK_VALIDATORS } from '../../src/webhooks/validate.js';
 
 /**
@@ -18,6 +19,8 @@ import { WEBHOOK_VALIDATORS } from '../../src/webhooks/validate.js';
 
 const ajv = new Ajv({ strict: false, coerceTypes: false, allErrors: false });
 addFormats.default(ajv);
+// A batch's items are NewPlant by reference, as in the served document.
+ajv.addSchema(NewPlant);
 
 type Schema = TSchema & {
   properties?: Record<string, Schema>;
@@ -26,6 +29,8 @@ type Schema = TSchema & {
   examples?: unknown[];
   maxLength?: number;
   minLength?: number;
+  minItems?: number;
+  maxItems?: number;
 };
 
 const OF_ANOTHER_TYPE: Record<string, unknown[]> = {
@@ -35,8 +40,24 @@ const OF_ANOTHER_TYPE: Record<string, unknown[]> = {
   array: ['plant.created', 5, {}],
 };
 
+/** An array of items: too few, too many, not an array, and an item that breaks its own schema. */
+function wrongArrays(schema: Schema, valid: unknown[]): Array<[string, unknown]> {
+  const wrong: Array<[string, unknown]> = [
+    ['not an array', { ...valid }],
+    ['null', null],
+    ['an item of another type', [...valid, 'plant']],
+    ['an item missing its fields', [...valid, {}]],
+  ];
+  if (schema.minItems !== undefined) wrong.push(['too few items', valid.slice(0, schema.minItems - 1)]);
+  if (schema.maxItems !== undefined) {
+    wrong.push(['too many items', Array.from({ length: schema.maxItems + 1 }, () => valid[0])]);
+  }
+  return wrong;
+}
+
 /** The bodies that break exactly one rule of the schema, each with what it breaks. */
 function wrongBodies(schema: Schema, valid: Record<string, unknown>): Array<[string, unknown]> {
+  if (schema.type === 'array') return wrongArrays(schema, valid as unknown as unknown[]);
   const wrong: Array<[string, unknown]> = [
     ['not an object', []],
     ['null', null],
@@ -75,6 +96,7 @@ describe('each exact check accepts and refuses what its schema does', () => {
   it('covers every body schema that has a check', () => {
     assert.deepEqual(BODIES.map(({ schema }) => schema.$id).sort(), [
       'NewPlant',
+      'NewPlants',
       'NewWebhookEndpoint',
       'PlantPatch',
       'RecoverRequest',
