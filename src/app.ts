@@ -5,6 +5,10 @@ import bearer from './auth/bearer.js';
 import { jwtVerifier } from './auth/jwt.js';
 import type { Config } from './config.js';
 import { errorHandler, frameworkErrorHandler } from './errors.js';
+import { FeedHub } from './feed/hub.js';
+import { notifyingFeed } from './feed/notify.js';
+import { changeFeed, hubSettings } from './feed/plugin.js';
+import { FeedCursors } from './feed/cursor.js';
 import {
   clientErrorHandler,
   noteEarlyAnswer,
@@ -12,6 +16,7 @@ import {
   refuseExpectation,
   requireHostHeader,
 } from './http/client-errors.js';
+import { cors } from './http/cors.js';
 import { parseJsonBody, refuseEncodedBody } from './http/json-body.js';
 import { openApi } from './http/openapi-document.js';
 import { rateLimit } from './http/rate-limit.js';
@@ -121,7 +126,10 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   await app.register(observability, { traceIdOf: tracing?.traceIdOf });
   await app.register(gracefulStop);
   app.addHook('onRequest', requireHostHeader);
-  notFoundOrWrongMethod(app);
+  // Before routing decides: a preflight is answered here, and 404s and 405s carry the CORS headers.
+  let methodsOf: (path: string) => string | null = () => null;
+  cors(app, config.corsOrigins, (path) => methodsOf(path));
+  methodsOf = notFoundOrWrongMethod(app);
   app.addHook('preParsing', refuseEncodedBody);
   app.addHook('onResponse', noteEarlyAnswer);
   await app.register(openApi);
@@ -132,7 +140,12 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
     failureLimit: config.authFailureLimit,
   });
   await app.register(rateLimit, { rateLimit: config.rateLimit, redisUrl: config.redisUrl });
-  await app.register(plantRoutes, { plants: new PlantService(storage, { groupCommit: config.groupCommit }) });
+  // The change feed: this process's commits reach its open streams at once (notifyingFeed).
+  const cursors = new FeedCursors(await storage.feedKey());
+  const hub = config.eventRetention > 0 ? new FeedHub(storage, cursors, { ...hubSettings(config), log: app.log }) : null;
+  const plantStore = hub === null ? storage : notifyingFeed(storage, hub);
+  await app.register(plantRoutes, { plants: new PlantService(plantStore, { groupCommit: config.groupCommit }) });
+  await app.register(changeFeed, { storage, cursors, hub, retentionMs: config.eventRetention });
 
   // Webhooks: the /webhooks API, and the deliverer that sends the outbox off the request path.
   const guard = new AddressGuard(config.webhookAllowPrivate);

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, Option } from 'commander';
 import ipaddr from 'ipaddr.js';
 import { parseDuration } from './cli/duration.js';
+import { corsOrigins } from './http/cors-origins.js';
 
 /**
  * Every server setting, once: its flag, its environment variable, its default, how its text is
@@ -109,6 +110,11 @@ function retrySchedule(value: string): number[] {
   const waits = value.split(',').map((part) => parseDuration(part.trim()));
   if (waits.length > 20) throw new InvalidArgumentError('expected at most 20 retries');
   return waits;
+}
+
+/** `0` (off) or a duration up to a year. */
+function durationOrOff(value: string): number {
+  return value === '0' ? 0 : durationWithin(1_000, 31_536_000_000, '1s to 365d, or 0 for off')(value);
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -262,6 +268,53 @@ export const serverSettings = {
     default: false,
     defaultText: 'off',
     parse: onOff,
+  },
+  // The change feed (src/feed/) and browsers (src/http/cors.ts).
+  eventRetention: {
+    flag: '--event-retention <duration>',
+    env: 'EVENT_RETENTION',
+    help: 'how long the change feed (GET /events) keeps events for clients that resume; 0 turns the feed off',
+    default: 604_800_000,
+    defaultText: '7d',
+    parse: durationOrOff,
+  },
+  eventHeartbeat: {
+    flag: '--event-heartbeat <duration>',
+    env: 'EVENT_HEARTBEAT',
+    help: 'a comment line on every open change feed this often, so proxies and clients see it alive',
+    default: 15_000,
+    defaultText: '15s',
+    parse: durationWithin(1_000, 50_000, '1s to 50s'),
+  },
+  eventStreamsPerAccount: {
+    flag: '--event-streams-per-account <n>',
+    env: 'EVENT_STREAMS_PER_ACCOUNT',
+    help: 'change feeds one account may have open in one process; the next gets 429',
+    default: 16,
+    parse: integer(1, 100_000),
+  },
+  eventStreams: {
+    flag: '--event-streams <n>',
+    env: 'EVENT_STREAMS',
+    help: 'change feeds open in one process, all accounts together; the next gets 429',
+    default: 4_096,
+    parse: integer(1, 1_000_000),
+  },
+  eventStreamBuffer: {
+    flag: '--event-stream-buffer <bytes>',
+    env: 'EVENT_STREAM_BUFFER',
+    help: "a change feed whose client stops reading is closed once this much waits unsent (it resumes with its cursor)",
+    default: 1_048_576,
+    defaultText: '1 MiB',
+    parse: integer(4_096, 1_073_741_824),
+  },
+  corsOrigins: {
+    flag: '--cors-origins <list>',
+    env: 'CORS_ORIGINS',
+    help: 'browser origins allowed to call the API (comma-separated https://host[:port], or *); empty: no CORS',
+    default: [] as string[],
+    defaultText: 'none',
+    parse: corsOrigins,
   },
   logLevel: {
     flag: '--log-level <level>',

@@ -11,7 +11,7 @@ import { openStorage } from './storage/open.js';
 import type { Storage } from './storage/types.js';
 
 function openConfiguredStorage(config: Config): Promise<Storage> {
-  return openStorage(config.database, { pgPoolMax: config.pgPoolMax });
+  return openStorage(config.database, { pgPoolMax: config.pgPoolMax, feed: config.eventRetention > 0 });
 }
 
 /**

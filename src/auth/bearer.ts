@@ -13,6 +13,11 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** An onRequest hook: bearer token -> `request.caller`, then the scope check. */
     requireScope(scope: Scope): onRequestHookHandler;
+    /**
+     * The request's token checked again now (a long-lived answer, the change feed, asks every
+     * moment): its caller, or a throw or rejection when it has since been revoked or has expired.
+     */
+    recheckCaller(request: FastifyRequest): Caller | Promise<Caller>;
   }
 }
 
@@ -58,6 +63,7 @@ async function bearerPlugin(app: FastifyInstance, options: BearerOptions) {
   }
 
   app.decorateRequest('caller', null);
+  app.decorate('recheckCaller', (request: FastifyRequest) => authenticate(request, options, () => true));
   // Callback-style: most requests carry a token checked in the last moment, answered without a promise.
   app.decorate('requireScope', (scope: Scope): onRequestHookHandler => (request, _reply, done) => {
     const refuse = (error: unknown) => done(refusal(request, error));

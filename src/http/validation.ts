@@ -1,4 +1,5 @@
 import type { FastifySchemaCompiler } from 'fastify';
+import { validateFeedQuery } from '../feed/schemas.js';
 import { validateListQuery, validateNewPlant, validatePlantIdParams, validatePlantPatch } from '../plants/validate.js';
 import { WEBHOOK_VALIDATORS } from '../webhooks/validate.js';
 
@@ -8,6 +9,7 @@ const EXACT_VALIDATORS: Record<string, (input: unknown) => unknown> = {
   ListQuery: validateListQuery,
   PlantPatch: validatePlantPatch,
   PlantIdParams: validatePlantIdParams,
+  FeedQuery: validateFeedQuery,
   ...WEBHOOK_VALIDATORS,
 };
 
@@ -17,7 +19,7 @@ const EXACT_VALIDATORS: Record<string, (input: unknown) => unknown> = {
  * keeps a returned value as the request's headers, and from then on every read of
  * `request.headers` copies all of them into a new object.
  */
-const DECLARED_ONLY = new Set(['IfMatchHeaders', 'IfNoneMatchHeaders']);
+const DECLARED_ONLY = new Set(['IfMatchHeaders', 'IfNoneMatchHeaders', 'FeedHeaders']);
 const anything = () => true;
 
 export const exactValidatorCompiler: FastifySchemaCompiler<{ $id?: string }> = ({ schema, url, httpPart }) => {

@@ -5,9 +5,19 @@ import type { Storage } from './types.js';
 export interface StorageOptions {
   /** Most PostgreSQL connections this process opens (SQLite has no pool). */
   pgPoolMax?: number;
+  /** Whether the change feed's events are written (`--event-retention` above 0); default yes. */
+  feed?: boolean;
+  /**
+   * TESTS ONLY (no setting reaches it): PostgreSQL waits a random time up to this many ms before
+   * and after numbering a transaction's events, so that concurrent commits interleave badly on
+   * purpose (test/feed/commit-order.test.ts). 0, the default, is off.
+   */
+  testCommitDelayMs?: number;
 }
 
 /** The engine is chosen by the URL's scheme; both run their migrations before returning. */
 export async function openStorage(databaseUrl: string, options: StorageOptions = {}): Promise<Storage> {
-  return databaseUrl.startsWith('sqlite:') ? openSqlite(databaseUrl) : openPostgres(databaseUrl, options.pgPoolMax);
+  const feed = options.feed ?? true;
+  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl, feed);
+  return openPostgres(databaseUrl, options.pgPoolMax, { feed, testCommitDelayMs: options.testCommitDelayMs ?? 0 });
 }

@@ -1,5 +1,7 @@
 /** What the service keeps, and the one small interface both engines implement. */
 
+import type { FeedStorage } from './feed-types.js';
+
 export interface PlantRecord {
   id: bigint;
   name: string;
@@ -185,12 +187,13 @@ export interface WebhookStorage {
   deliveryBacklog(): Promise<{ pending: number; oldestCreatedAt: Date | null }>;
 }
 
-export interface Storage extends WebhookStorage {
+export interface Storage extends WebhookStorage, FeedStorage {
   readonly engine: 'sqlite' | 'postgres';
 
   /**
    * Applies every change in order in one transaction (one durable commit), and in the same
-   * transaction queues the webhook deliveries of each change that took effect (the outbox).
+   * transaction queues the webhook deliveries of each change that took effect (the outbox) and
+   * appends its event to the change feed (unless the store was opened with the feed off).
    * Results are in input order; a change that cannot apply is an outcome, not an error.
    */
   applyChanges(changes: PlantChange[]): Promise<ChangeOutcome[]>;

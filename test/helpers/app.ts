@@ -28,6 +28,12 @@ export const TEST_CONFIG: Config = {
   webhookConcurrency: 16,
   webhookRetention: 604_800_000,
   webhookAllowPrivate: true,
+  eventRetention: 604_800_000,
+  eventHeartbeat: 15_000,
+  eventStreamsPerAccount: 16,
+  eventStreams: 4_096,
+  eventStreamBuffer: 1_048_576,
+  corsOrigins: [],
 };
 
 export interface TestApp {

@@ -1,12 +1,23 @@
 import { EVENT_OF, updated } from '../changes.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, Storage, StoredPlant } from '../types.js';
 import type { Sql, Tx } from './connection.js';
+import { appendEvents } from './events.js';
 import { queueEvents, type QueuedEvent } from './outbox.js';
 
 const STREAM_CHUNK_ROWS = 1000;
 
 type Create = Extract<PlantChange, { kind: 'create' }>;
 type PlantStorage = Pick<Storage, 'applyChanges' | 'getPlant' | 'listPlants' | 'streamPlants' | 'plantsVersion'>;
+
+/** Writes a transaction's events: to the webhook outbox, then (last) to the change feed. */
+type RecordEvents = (tx: Tx, events: QueuedEvent[]) => Promise<void>;
+
+export interface FeedOptions {
+  /** False (`--event-retention 0`): no change-feed events are written. */
+  feed: boolean;
+  /** Tests only: see appendEvents. */
+  testCommitDelayMs: number;
+}
 
 /** Unambiguous: the id part never contains a space. */
 const keyOf = (account: string, id: bigint) => `${id} ${account}`;
@@ -25,7 +36,7 @@ function firstOfEachKey(creates: Create[]): Create[] {
 }
 
 /** A batch of creates only (the common case) in two statements plus the outbox, whatever its size. */
-async function createAll(tx: Tx, creates: Create[]): Promise<ChangeOutcome[]> {
+async function createAll(tx: Tx, creates: Create[], record: RecordEvents): Promise<ChangeOutcome[]> {
   const firsts = firstOfEachKey(creates);
   const inserted = await tx<{ account: string; id: bigint }[]>`
     INSERT INTO plants (account, id, name, tag, revision)
@@ -50,7 +61,7 @@ async function createAll(tx: Tx, creates: Create[]): Promise<ChangeOutcome[]> {
                                                    ${tx.array(taken.map((c) => c.plant.id))}::int8[]))`;
     for (const { account, ...plant } of rows) stored.set(keyOf(account, plant.id), plant);
   }
-  await queueEvents(
+  await record(
     tx,
     firsts
       .filter((c) => created.has(keyOf(c.account, c.plant.id)))
@@ -99,17 +110,21 @@ async function applyOne(tx: Tx, change: PlantChange, events: QueuedEvent[]): Pro
   return { status: 'applied', plant: after };
 }
 
-export function postgresPlants(sql: Sql): PlantStorage {
+export function postgresPlants(sql: Sql, { feed, testCommitDelayMs }: FeedOptions): PlantStorage {
+  const record: RecordEvents = async (tx, events) => {
+    await queueEvents(tx, events);
+    if (feed) await appendEvents(tx, events, testCommitDelayMs);
+  };
   const afterIdFilter = (afterId: bigint | null) => (afterId === null ? sql`` : sql`AND id > ${afterId}`);
 
   return {
     async applyChanges(changes) {
       return sql.begin(async (tx) => {
-        if (changes.every((c): c is Create => c.kind === 'create')) return createAll(tx, changes);
+        if (changes.every((c): c is Create => c.kind === 'create')) return createAll(tx, changes, record);
         const events: QueuedEvent[] = [];
         const outcomes: ChangeOutcome[] = [];
         for (const change of changes) outcomes.push(await applyOne(tx, change, events));
-        await queueEvents(tx, events);
+        await record(tx, events);
         return outcomes;
       });
     },

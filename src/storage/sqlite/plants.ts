@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { EVENT_OF, updated } from '../changes.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, Storage, StoredPlant } from '../types.js';
+import { bothQueues } from './events.js';
 import { outbox, type EventQueue } from './outbox.js';
 
 const STREAM_CHUNK_ROWS = 1000;
@@ -9,7 +10,8 @@ type PageRow = [id: bigint, name: string, tag: string | null];
 
 type PlantStorage = Pick<Storage, 'applyChanges' | 'getPlant' | 'listPlants' | 'streamPlants' | 'plantsVersion'>;
 
-export function sqlitePlants(db: Database.Database): PlantStorage {
+/** `feedQueue` gives each write transaction the change feed's queue (sqlite/events.ts). */
+export function sqlitePlants(db: Database.Database, feedQueue: () => EventQueue): PlantStorage {
   const insert = db.prepare(
     'INSERT INTO plants (account, id, name, tag, revision) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
   );
@@ -66,7 +68,7 @@ export function sqlitePlants(db: Database.Database): PlantStorage {
   }
 
   const applyAll = db.transaction((changes: PlantChange[]) => {
-    const events = eventQueue();
+    const events = bothQueues(eventQueue(), feedQueue());
     const outcomes = changes.map((change) => applyOne(change, events));
     events.flush();
     return outcomes;
