@@ -117,10 +117,15 @@ export class EventStream {
     this.send(text);
   }
 
+  /**
+   * Past the bound before this write: the client has stopped taking what it was sent, so the
+   * stream ends rather than hold more (the client resumes from the cursor it got last). The bound
+   * is checked before, not after, a write, so one burst larger than it still reaches a reader.
+   */
   private send(text: string) {
     if (this.ended) return;
+    if (this.unsent() > this.context.maxUnsentBytes) return this.end('slow-reader');
     this.body.write(text);
-    if (this.unsent() > this.context.maxUnsentBytes) this.end('slow-reader');
   }
 
   /** During a catch-up: once half the bound waits unsent, wait for the socket to take it (or give up). */

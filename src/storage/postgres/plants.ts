@@ -61,10 +61,18 @@ async function createAll(tx: Tx, creates: Create[], record: RecordEvents): Promi
                                                    ${tx.array(taken.map((c) => c.plant.id))}::int8[]))`;
     for (const { account, ...plant } of rows) stored.set(keyOf(account, plant.id), plant);
   }
+  // Events in the order the creates came (the rows went in sorted by key, for the locks): the feed
+  // reports a batch's changes in the order they were made.
+  const reported = new Set<string>();
   await record(
     tx,
-    firsts
-      .filter((c) => created.has(keyOf(c.account, c.plant.id)))
+    creates
+      .filter((c) => {
+        const key = keyOf(c.account, c.plant.id);
+        if (!created.has(key) || reported.has(key)) return false;
+        reported.add(key);
+        return true;
+      })
       .map((c) => ({ account: c.account, type: EVENT_OF.create, eventId: c.eventId, plant: c.plant })),
   );
 
