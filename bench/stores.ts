@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { issueToken } from '../src/auth/api-tokens.js';
 import { openStorage } from '../src/storage/open.js';
-import type { PlantRecord, Storage } from '../src/storage/types.js';
+import type { Storage } from '../src/storage/types.js';
+import type { PlantRecord } from '../src/storage/types/plants.js';
 import { mixedAccount, seedPlant } from './seed-data.js';
 
 export interface Sizes {

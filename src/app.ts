@@ -4,6 +4,8 @@ import { apiTokenVerifier } from './auth/api-token-verifier.js';
 import bearer from './auth/bearer.js';
 import { jwtVerifier } from './auth/jwt.js';
 import type { Config } from './config.js';
+import { openApi } from './contract/openapi-document.js';
+import { exactValidatorCompiler } from './contract/validation.js';
 import { errorHandler, frameworkErrorHandler } from './errors.js';
 import { FeedHub } from './feed/hub.js';
 import { notifyingFeed } from './feed/notify.js';
@@ -18,16 +20,14 @@ import {
 } from './http/client-errors.js';
 import { cors } from './http/cors.js';
 import { parseJsonBody, refuseEncodedBody } from './http/json-body.js';
-import { openApi } from './http/openapi-document.js';
 import { rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import { notFoundOrWrongMethod } from './http/routing.js';
-import { exactValidatorCompiler } from './http/validation.js';
 import { gracefulStop } from './ops/graceful-stop.js';
 import { health } from './ops/health.js';
 import { LogOutput } from './ops/log-output.js';
-import { lazyChildLogger, observability, requestId } from './ops/observability.js';
-import type { Tracing } from './ops/tracing.js';
+import { lazyChildLogger, observability, requestId, type LogDestination } from './ops/observability.js';
+import type { Tracing } from './ops/span-types.js';
 import { plantRoutes } from './plants/routes.js';
 import { PlantService } from './plants/service.js';
 import { LIMITS, sharedSchemas } from './schemas.js';
@@ -65,12 +65,12 @@ function bufferedStdout() {
 }
 
 /** Process-level options; the server and the tests build the app with exactly these. */
-export function serverOptions(config: Config, logStream?: Writable): FastifyServerOptions {
+function serverOptions(config: Config, destination: LogDestination): FastifyServerOptions {
   return {
     logger: {
       level: config.logLevel,
       redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
-      stream: logStream ?? bufferedStdout(),
+      stream: destination,
     },
     // One line per request comes from ops/observability.ts instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
@@ -95,7 +95,10 @@ export function serverOptions(config: Config, logStream?: Writable): FastifyServ
 }
 
 export async function buildApp({ config, storage, logStream, tracing }: AppDeps): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions(config, logStream));
+  // The request lines (ops/observability.ts) go to the same destination as pino's, so they keep
+  // their order among the other lines.
+  const destination = logStream ?? bufferedStdout();
+  const app = Fastify(serverOptions(config, destination));
   app.server.headersTimeout = 10_000;
   // Node checks the headers and request timeouts every 30 s by default, so a 10 s limit could
   // hold a socket for 40 s; every second keeps each limit to within a second.
@@ -123,7 +126,7 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   if (tracing) await app.register(tracing.requests);
 
   securityHeaders(app);
-  await app.register(observability, { traceIdOf: tracing?.traceIdOf });
+  await app.register(observability, { traceIdOf: tracing?.traceIdOf, destination });
   await app.register(gracefulStop);
   app.addHook('onRequest', requireHostHeader);
   // Before routing decides: a preflight is answered here, and 404s and 405s carry the CORS headers.

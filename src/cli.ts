@@ -3,7 +3,8 @@ import { Command, CommanderError } from 'commander';
 import { backupCommand } from './cli/backup-command.js';
 import { copyCommand } from './cli/copy-command.js';
 import { tokenCommand } from './cli/token-commands.js';
-import { BAD_SETTING_EXIT, ConfigError, checkConfig, serverSettings, toOption, type Config } from './config.js';
+import { BAD_SETTING_EXIT, ConfigError, serverSettings, toOption, type Config } from './config.js';
+import { checkConfig } from './config/check.js';
 
 /** Listening failures that mean --host/--port cannot work here: a bad setting too. */
 const BAD_ADDRESS_CODES = new Set(['EADDRINUSE', 'EADDRNOTAVAIL', 'EACCES', 'ENOTFOUND', 'EAI_AGAIN']);

@@ -1,131 +1,31 @@
-import { createPublicKey, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { InvalidArgumentError, Option } from 'commander';
-import ipaddr from 'ipaddr.js';
-import { parseDuration } from './cli/duration.js';
-import { corsOrigins } from './http/cors-origins.js';
+import { corsOrigins } from './config/cors-origins.js';
+import {
+  databaseUrl,
+  durationOrOff,
+  durationWithin,
+  httpUrl,
+  integer,
+  LOG_LEVELS,
+  logLevel,
+  onOff,
+  publicKeyFile,
+  redisUrl,
+  retrySchedule,
+  text,
+  trustProxy,
+  type LogLevel,
+} from './config/parsers.js';
+import { defaultOf, type SettingSpec } from './config/setting.js';
+
+export { BAD_SETTING_EXIT, ConfigError } from './config/errors.js';
+export type { LogLevel } from './config/parsers.js';
+export { toOption } from './config/setting.js';
 
 /**
  * Every server setting, once: its flag, its environment variable, its default, how its text is
  * parsed and what `--help` says. The CLI builds its options from this table, so a setting cannot
- * exist in one place and be missing in another.
+ * exist in one place and be missing in another. How a spec reads is in config/setting.ts.
  */
-interface SettingSpec<T> {
-  flag: string;
-  env: string;
-  help: string;
-  default?: T;
-  /** How --help shows the default, when not as the value itself. */
-  defaultText?: string;
-  parse: (text: string) => T;
-}
-
-function integer(min: number, max: number) {
-  return (text: string): number => {
-    if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) {
-      throw new InvalidArgumentError(`expected an integer from ${min} to ${max}`);
-    }
-    return Number(text);
-  };
-}
-
-function text(value: string): string {
-  if (value.trim() === '') throw new InvalidArgumentError('must not be empty');
-  return value;
-}
-
-function httpUrl(value: string): string {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new InvalidArgumentError('expected an http(s) URL');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('expected an http(s) URL');
-  return value;
-}
-
-function databaseUrl(value: string): string {
-  if (/^sqlite:.+/.test(value) || /^postgres(ql)?:\/\/.+/.test(value)) return value;
-  throw new InvalidArgumentError('expected sqlite:PATH or postgres://...');
-}
-
-function redisUrl(value: string): string {
-  if (/^rediss?:\/\/.+/.test(value)) return value;
-  throw new InvalidArgumentError('expected redis://HOST:PORT');
-}
-
-function publicKeyFile(path: string): KeyObject {
-  let pem: string;
-  try {
-    pem = readFileSync(path, 'utf8');
-  } catch {
-    throw new InvalidArgumentError(`cannot read ${path}`);
-  }
-  if (!pem.includes('-----BEGIN')) throw new InvalidArgumentError(`${path} is not a PEM file`);
-  try {
-    return createPublicKey(pem);
-  } catch {
-    throw new InvalidArgumentError(`${path} holds no usable public key`);
-  }
-}
-
-/** One address or CIDR, written plainly: four decimal parts for IPv4 (`1.2.3` is refused), or IPv6. */
-function isAddressOrCidr(text: string): boolean {
-  return text.includes('/')
-    ? ipaddr.IPv4.isValidCIDRFourPartDecimal(text) || ipaddr.IPv6.isValidCIDR(text)
-    : ipaddr.IPv4.isValidFourPartDecimal(text) || ipaddr.IPv6.isValid(text);
-}
-
-/** Fastify's `trustProxy`: `true`, `false`, or comma-separated addresses/CIDRs of the proxies. */
-function trustProxy(value: string): boolean | string {
-  if (value === 'true' || value === 'false') return value === 'true';
-  const entries = value.split(',').map((entry) => entry.trim());
-  const bad = entries.find((entry) => !isAddressOrCidr(entry));
-  if (bad !== undefined) {
-    throw new InvalidArgumentError(
-      `"${bad}" is not an IP address or CIDR; expected true, false, or comma-separated addresses/CIDRs`,
-    );
-  }
-  return entries.join(',');
-}
-
-function onOff(value: string): boolean {
-  if (['1', 'on', 'true'].includes(value)) return true;
-  if (['0', 'off', 'false'].includes(value)) return false;
-  throw new InvalidArgumentError('expected on or off (1/0, true/false)');
-}
-
-/** A duration (`45s`, `5m`, ...) from `min` to `max` milliseconds. */
-function durationWithin(min: number, max: number, range: string) {
-  return (value: string): number => {
-    const ms = parseDuration(value);
-    if (ms < min || ms > max) throw new InvalidArgumentError(`expected a duration from ${range}`);
-    return ms;
-  };
-}
-
-/** Webhook retries: the wait before each retry, in order (`5s,5m,30m`); 1 to 20 of them. */
-function retrySchedule(value: string): number[] {
-  const waits = value.split(',').map((part) => parseDuration(part.trim()));
-  if (waits.length > 20) throw new InvalidArgumentError('expected at most 20 retries');
-  return waits;
-}
-
-/** `0` (off) or a duration up to a year. */
-function durationOrOff(value: string): number {
-  return value === '0' ? 0 : durationWithin(1_000, 31_536_000_000, '1s to 365d, or 0 for off')(value);
-}
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-function logLevel(value: string): LogLevel {
-  const level = LOG_LEVELS.find((l) => l === value);
-  if (!level) throw new InvalidArgumentError(`expected one of ${LOG_LEVELS.join(', ')}`);
-  return level;
-}
 
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/plant-store.db';
 
@@ -211,7 +111,6 @@ export const serverSettings = {
     flag: '--group-commit <mode>',
     env: 'GROUP_COMMIT',
     help: 'on: concurrent creates share one transaction and one sync; off: one per create (for comparison)',
-    default: true,
     defaultText: 'on',
     parse: onOff,
   },
@@ -234,7 +133,6 @@ export const serverSettings = {
     flag: '--webhook-timeout <duration>',
     env: 'WEBHOOK_TIMEOUT',
     help: 'how long a webhook receiver has to answer 2xx before the attempt counts as failed',
-    default: 10_000,
     defaultText: '10s',
     parse: durationWithin(1_000, 300_000, '1s to 5m'),
   },
@@ -242,7 +140,6 @@ export const serverSettings = {
     flag: '--webhook-retry-schedule <list>',
     env: 'WEBHOOK_RETRY_SCHEDULE',
     help: 'comma-separated waits before each retry of a webhook delivery (each +-20% jitter); then it fails',
-    default: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
     defaultText: '5s,5m,30m,2h,5h,10h,10h',
     parse: retrySchedule,
   },
@@ -257,7 +154,6 @@ export const serverSettings = {
     flag: '--webhook-retention <duration>',
     env: 'WEBHOOK_RETENTION',
     help: 'delivered and failed webhook events are removed this long after they settled',
-    default: 604_800_000,
     defaultText: '7d',
     parse: durationWithin(1_000, 31_536_000_000, '1s to 365d'),
   },
@@ -265,7 +161,6 @@ export const serverSettings = {
     flag: '--webhook-allow-private [on|off]',
     env: 'WEBHOOK_ALLOW_PRIVATE',
     help: 'development and tests only: let webhooks go to http:// URLs and loopback, private or link-local addresses',
-    default: false,
     defaultText: 'off',
     parse: onOff,
   },
@@ -274,7 +169,6 @@ export const serverSettings = {
     flag: '--event-retention <duration>',
     env: 'EVENT_RETENTION',
     help: 'how long the change feed (GET /events) keeps events for clients that resume; 0 turns the feed off',
-    default: 604_800_000,
     defaultText: '7d',
     parse: durationOrOff,
   },
@@ -282,7 +176,6 @@ export const serverSettings = {
     flag: '--event-heartbeat <duration>',
     env: 'EVENT_HEARTBEAT',
     help: 'a comment line on every open change feed this often, so proxies and clients see it alive',
-    default: 15_000,
     defaultText: '15s',
     parse: durationWithin(1_000, 50_000, '1s to 50s'),
   },
@@ -303,17 +196,15 @@ export const serverSettings = {
   eventStreamBuffer: {
     flag: '--event-stream-buffer <bytes>',
     env: 'EVENT_STREAM_BUFFER',
-    help: "a change feed whose client stops reading is closed once this much waits unsent (it resumes with its cursor)",
+    help: 'a change feed whose client stops reading is closed once this much waits unsent (it resumes with its cursor)',
     default: 1_048_576,
-    defaultText: '1 MiB',
     parse: integer(4_096, 1_073_741_824),
   },
   corsOrigins: {
     flag: '--cors-origins <list>',
     env: 'CORS_ORIGINS',
-    help: 'browser origins allowed to call the API (comma-separated https://host[:port], or *); empty: no CORS',
+    help: 'browser origins allowed to call the API: comma-separated origins (https://app.example.com) or *; none by default',
     default: [] as string[],
-    defaultText: 'none',
     parse: corsOrigins,
   },
   logLevel: {
@@ -327,7 +218,8 @@ export const serverSettings = {
 
 type Specs = typeof serverSettings;
 type ValueOf<S> = S extends SettingSpec<infer T> ? T : never;
-type HasDefault<S> = S extends { default: unknown } ? true : false;
+type HasDefault<S> = S extends { default: unknown } | { defaultText: string } ? true : false;
+type DefaultedKey = { [K in keyof Specs]: HasDefault<Specs[K]> extends true ? K : never }[keyof Specs];
 
 /** The validated settings of a running server; optional settings are absent when not given. */
 export type Config = {
@@ -336,28 +228,10 @@ export type Config = {
   [K in keyof Specs as HasDefault<Specs[K]> extends true ? never : K]?: ValueOf<Specs[K]>;
 };
 
-export function toOption(spec: SettingSpec<unknown>): Option {
-  const option = new Option(spec.flag, spec.help).env(spec.env).argParser((value: string) => spec.parse(value));
-  if (spec.default !== undefined) option.default(spec.default, spec.defaultText);
-  return option;
-}
-
-/** The exit status for a setting that cannot work. */
-export const BAD_SETTING_EXIT = 2;
-
-/** Thrown for a combination of settings that cannot work; the CLI prints it and exits 2. */
-export class ConfigError extends Error {}
-
-export function checkConfig(config: Config): Config {
-  const jwtOn = config.jwtJwksUrl !== undefined || config.jwtPublicKey !== undefined;
-  if (config.jwtJwksUrl !== undefined && config.jwtPublicKey !== undefined) {
-    throw new ConfigError('set either --jwt-jwks-url or --jwt-public-key, not both');
-  }
-  if (jwtOn && config.jwtAudience === undefined) {
-    throw new ConfigError('JWTs are on but --jwt-audience (JWT_AUDIENCE) is not set; the audience must be checked');
-  }
-  if (!jwtOn && (config.jwtAudience !== undefined || config.jwtIssuer !== undefined)) {
-    throw new ConfigError('--jwt-audience/--jwt-issuer need --jwt-jwks-url or --jwt-public-key');
-  }
-  return config;
-}
+/** Every setting that has a default, at its default: the server's starting point, and the tests'. */
+export const DEFAULTS = Object.fromEntries(
+  Object.entries(serverSettings).flatMap(([key, spec]) => {
+    const value = defaultOf(spec as SettingSpec<unknown>);
+    return value === undefined ? [] : [[key, value]];
+  }),
+) as Required<Pick<Config, DefaultedKey>>;

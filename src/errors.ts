@@ -1,8 +1,22 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { API_HEADERS } from './http/security-headers.js';
 import { LIMITS } from './schemas.js';
 import { isStorageUnavailable } from './storage/unavailable.js';
+
+/**
+ * The OWASP REST set, on every JSON answer (errors, 404/405, the ops endpoints, the raw answers of
+ * this file): a browser that is handed one must not sniff, frame, run or keep it. The browser
+ * headers of Helmet's set (referrer, cross-origin and download policies) protect pages, and a
+ * JSON body is not one. A route that needs another `Cache-Control` sets it in its handler (or
+ * route-level hook), which runs after the hook of http/security-headers.ts: the last value set wins.
+ * Here, beside the raw answers that write them, so that errors need nothing from http/.
+ */
+export const API_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'x-content-type-options': 'nosniff',
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+  'x-frame-options': 'DENY',
+  'cache-control': 'no-store',
+});
 
 /** An error that already knows its HTTP status; thrown where the problem is known. */
 export class HttpError extends Error {

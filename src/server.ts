@@ -6,7 +6,8 @@ import type { Config } from './config.js';
 import { answerMetricCollections } from './ops/cluster-metrics.js';
 import { announceFirstToken, baseUrl, FIRST_TOKEN_LOGGED } from './ops/first-token.js';
 import { supervise } from './ops/supervisor.js';
-import { startTracing, tracesWanted } from './ops/tracing.js';
+import { tracesWanted } from './config/tracing-env.js';
+import { startTracing } from './ops/tracing.js';
 import { openStorage } from './storage/open.js';
 import type { Storage } from './storage/types.js';
 

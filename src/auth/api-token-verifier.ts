@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { tokenLookups } from '../ops/metrics.js';
-import type { Storage, TokenRecord } from '../storage/types.js';
+import type { Storage } from '../storage/types.js';
+import type { TokenRecord } from '../storage/types/tokens.js';
 import { invalidToken } from './errors.js';
 import { hashSecret } from './api-tokens.js';
 import type { Verifier } from './bearer.js';

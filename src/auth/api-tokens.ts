@@ -1,5 +1,6 @@
 import { hash, randomBytes } from 'node:crypto';
-import type { NewToken, Storage, TokenRecord } from '../storage/types.js';
+import type { Storage } from '../storage/types.js';
+import type { NewToken, TokenRecord } from '../storage/types/tokens.js';
 import { SCOPES, type Scope } from './scopes.js';
 
 /** API tokens: a random secret shown once; the store keeps only its SHA-256. */

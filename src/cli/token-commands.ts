@@ -3,8 +3,9 @@ import { issueToken, TOKEN_PREFIX } from '../auth/api-tokens.js';
 import { SCOPES, type Scope } from '../auth/scopes.js';
 import { databaseSetting, toOption } from '../config.js';
 import { openStorage } from '../storage/open.js';
-import type { Storage, TokenRecord } from '../storage/types.js';
-import { parseDuration } from './duration.js';
+import type { Storage } from '../storage/types.js';
+import type { TokenRecord } from '../storage/types/tokens.js';
+import { parseDuration } from '../config/duration.js';
 
 function parseScopes(text: string): Scope[] {
   const scopes = text.split(',').map((s) => s.trim());

@@ -1,4 +1,4 @@
-import type { FeedStorage } from '../storage/feed-types.js';
+import type { FeedStorage } from '../storage/types/feed.js';
 import { FEED_PAGE, type EventStream } from './stream.js';
 
 /**

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { AuthError } from '../auth/errors.js';
 import type { Caller } from '../auth/scopes.js';
 import { HttpError } from '../errors.js';
-import type { FeedStorage } from '../storage/feed-types.js';
+import type { FeedStorage } from '../storage/types/feed.js';
 import { AccountChannel } from './channel.js';
 import type { FeedCursors } from './cursor.js';
 import { feedStreamsEnded, feedStreamsOpen } from './metrics.js';

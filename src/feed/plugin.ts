@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../config.js';
-import type { FeedStorage } from '../storage/feed-types.js';
+import type { FeedStorage } from '../storage/types/feed.js';
 import type { FeedCursors } from './cursor.js';
 import type { FeedHub } from './hub.js';
 import { feedRoutes } from './routes.js';

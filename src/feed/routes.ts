@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { HttpError } from '../errors.js';
 import { errorResponses, TAGS } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
-import type { FeedStorage } from '../storage/feed-types.js';
+import type { FeedStorage } from '../storage/types/feed.js';
 import { admitsEventStream } from './accept.js';
 import type { CursorSource, FeedCursors } from './cursor.js';
 import type { FeedHub } from './hub.js';

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
-import type { FeedEvent, FeedStorage } from '../storage/feed-types.js';
+import type { FeedEvent, FeedStorage } from '../storage/types/feed.js';
 import type { FeedCursors } from './cursor.js';
 
 /** Events read from storage at a time, when a stream catches up or a channel reads what is new. */

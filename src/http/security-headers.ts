@@ -1,20 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import helmet from 'helmet';
-
-/**
- * The OWASP REST set, on every JSON answer (errors, 404/405, the ops endpoints, the raw answers of
- * errors.ts): a browser that is handed one must not sniff, frame, run or keep it. The browser
- * headers of Helmet's set (referrer, cross-origin and download policies) protect pages, and a
- * JSON body is not one. A route that needs another `Cache-Control` sets it in its handler (or
- * route-level hook), which runs after the hook below: the last value set wins.
- */
-export const API_HEADERS: Readonly<Record<string, string>> = Object.freeze({
-  'x-content-type-options': 'nosniff',
-  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
-  'x-frame-options': 'DENY',
-  'cache-control': 'no-store',
-});
+import { API_HEADERS } from '../errors.js';
 
 /**
  * Helmet's headers for the HTML of /docs and its assets, where a browser renders them. Without

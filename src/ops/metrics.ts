@@ -1,8 +1,6 @@
 import cluster from 'node:cluster';
-import { performance } from 'node:perf_hooks';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
-import { Histogram, LabelledCounter, type HistogramSeries } from './histogram.js';
-import { storageSpan } from './tracing.js';
+import { Histogram, LabelledCounter } from './histogram.js';
 
 /** Every metric the service exposes on /metrics, defined once per process. */
 export const registry = new Registry();
@@ -81,13 +79,3 @@ export const tokenLookups = new Counter({
   labelNames: ['found'] as const,
   registers: [registry],
 });
-
-/** Times a storage call into its series of `storageDuration`; with traces on, also a span named by the operation. */
-export async function timed<T>(operation: HistogramSeries, work: () => Promise<T>): Promise<T> {
-  const started = performance.now();
-  try {
-    return await storageSpan(operation.labels.operation!, work);
-  } finally {
-    operation.observe((performance.now() - started) / 1000);
-  }
-}

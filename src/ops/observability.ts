@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import fp from 'fastify-plugin';
 import pino from 'pino';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import { loggableUrl } from './loggable-url.js';
 import { httpDuration } from './metrics.js';
 
 declare module 'fastify' {
@@ -14,22 +15,13 @@ declare module 'fastify' {
 
 const CLIENT_REQUEST_ID = /^[\w.:@-]{1,128}$/;
 
-/** Secrets a client put in the URL by mistake (`?access_token=...`): API tokens, JWTs, access_token values. */
-const SECRET_IN_URL = /pst_[\w-]+|eyJ[\w-]*\.[\w-]*\.[\w-]*|(?<=[?&]access_token=)[^&#]*/g;
+/** A request id that looks like a token (see loggable-url.ts) is replaced rather than logged. */
 const LOOKS_SECRET = /pst_|eyJ/;
 
 /** A client's `X-Request-Id` when it is sane (no log injection, no token by mistake), else a fresh UUID. */
 export function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
   const given = request.headers['x-request-id'];
   return typeof given === 'string' && CLIENT_REQUEST_ID.test(given) && !LOOKS_SECRET.test(given) ? given : randomUUID();
-}
-
-/** Cheaper than SECRET_IN_URL on a URL that holds none, as nearly every URL. */
-const MAY_HOLD_SECRET = /pst_|eyJ|access_token=/;
-
-/** The request URL as logged: tokens never reach the logs, wherever the client put them. */
-export function loggableUrl(url: string): string {
-  return MAY_HOLD_SECRET.test(url) ? url.replace(SECRET_IN_URL, '[redacted]') : url;
 }
 
 type Bindings = Record<string, unknown>;
@@ -95,9 +87,16 @@ function routeLabel(request: FastifyRequest): string {
   return request.routeOptions.url ?? request.metricsRoute ?? 'unmatched';
 }
 
+/** Where the log's lines go: buffered standard output (log-output.ts), or the tests' capture stream. */
+export interface LogDestination {
+  write(line: string): unknown;
+}
+
 export interface ObservabilityOptions {
   /** With traces on: the trace id of a request, added to its log line. */
   traceIdOf?: (request: FastifyRequest) => string | undefined;
+  /** The destination pino writes to: the request lines are written there too. */
+  destination: LogDestination;
 }
 
 const INFO = 30;
@@ -133,11 +132,8 @@ function requestLine(
 }
 
 /** One JSON log line and the HTTP metrics for every request; the request id echoed back. */
-async function observabilityPlugin(app: FastifyInstance, { traceIdOf }: ObservabilityOptions) {
+async function observabilityPlugin(app: FastifyInstance, { traceIdOf, destination }: ObservabilityOptions) {
   app.decorateRequest('metricsRoute', null);
-  // The destination pino writes to (buffered standard output, or the tests' capture stream), so
-  // the request lines keep their order among the other lines.
-  const destination = (app.log as unknown as Record<symbol, { write(line: string): unknown }>)[pino.symbols.streamSym]!;
   const logRequests = (app.log as pino.Logger).isLevelEnabled('info');
   const base = `"pid":${process.pid},"hostname":${json(hostname())}`;
 

@@ -18,7 +18,8 @@ import { ATTR_DB_OPERATION_NAME, ATTR_DB_SYSTEM_NAME, ATTR_SERVICE_NAME } from '
 import type { FastifyBaseLogger } from 'fastify';
 import fp from 'fastify-plugin';
 import { addRequestSpans, type RequestSpan } from './tracing-requests.js';
-import { traceEndpoint, type SpanAttributes, type SpanHandle, type Tracing } from './tracing.js';
+import { traceEndpoint } from '../config/tracing-env.js';
+import type { SpanAttributes, SpanHandle, Tracing } from './span-types.js';
 
 /** Loaded by tracing.ts only when traces are on: the OpenTelemetry SDK, set up once per process. */
 
@@ -63,12 +64,16 @@ class ReportingExporter implements SpanExporter {
   }
 }
 
+function failed(span: Span, error: Error) {
+  span.recordException(error);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+}
+
 async function runInSpan<T>(span: Span, fn: (span: SpanHandle) => Promise<T>): Promise<T> {
   try {
     return await fn(span);
   } catch (error) {
-    span.recordException(error as Error);
-    span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+    failed(span, error as Error);
     throw error;
   } finally {
     span.end();
@@ -109,12 +114,16 @@ export async function startSdk({ dbSystem }: SdkOptions): Promise<Tracing> {
     traceIdOf: (request) => requests.get(request)?.span.spanContext().traceId,
     span: (name, attributes: SpanAttributes, fn) =>
       tracer.startActiveSpan(name, { attributes }, (span) => runInSpan(span, fn)),
-    storageSpan: (operation, work) =>
-      tracer.startActiveSpan(
-        `storage ${operation}`,
-        { kind: SpanKind.CLIENT, attributes: { [ATTR_DB_SYSTEM_NAME]: dbSystem, [ATTR_DB_OPERATION_NAME]: operation } },
-        (span) => runInSpan(span, work),
-      ),
+    startStorageSpan(operation) {
+      const span = tracer.startSpan(`storage ${operation}`, {
+        kind: SpanKind.CLIENT,
+        attributes: { [ATTR_DB_SYSTEM_NAME]: dbSystem, [ATTR_DB_OPERATION_NAME]: operation },
+      });
+      return (error) => {
+        if (error !== undefined) failed(span, error);
+        span.end();
+      };
+    },
     async shutdown() {
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_FLUSH_MS, 'late')));

@@ -1,5 +1,6 @@
-import type { FastifyPluginCallback, FastifyRequest } from 'fastify';
-import { ConfigError, type Config } from '../config.js';
+import type { Config } from '../config.js';
+import { tracesWanted } from '../config/tracing-env.js';
+import type { SpanAttributes, SpanEnd, SpanHandle, Tracing } from './span-types.js';
 
 /**
  * OpenTelemetry traces, on when OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_ variant) is set.
@@ -8,55 +9,6 @@ import { ConfigError, type Config } from '../config.js';
  * test of `active`. The SDK, the exporter and the request hooks are in tracing-sdk.ts, imported
  * only when traces are on.
  */
-
-export type SpanAttributes = Record<string, string | number | boolean>;
-
-/** What a `withSpan` callback may do with its span. */
-export interface SpanHandle {
-  setAttributes(attributes: SpanAttributes): void;
-}
-
-export interface Tracing {
-  /** Fastify plugin: a server span per request, the child of the request's `traceparent`. */
-  requests: FastifyPluginCallback;
-  /** The trace id of a request's server span, for its log line. */
-  traceIdOf(request: FastifyRequest): string | undefined;
-  span<T>(name: string, attributes: SpanAttributes, fn: (span: SpanHandle) => Promise<T>): Promise<T>;
-  storageSpan<T>(operation: string, work: () => Promise<T>): Promise<T>;
-  /** Exports the spans still buffered (bounded in time), then stops. */
-  shutdown(): Promise<void>;
-}
-
-/** The one format the installed exporter (@opentelemetry/exporter-trace-otlp-http) sends. */
-const PROTOCOL = 'http/json';
-const PROTOCOL_VARIABLES = ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL'] as const;
-const ENDPOINT_VARIABLES = ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_ENDPOINT'] as const;
-
-/** Where spans go: the first endpoint variable set (the SDK reads the same two). */
-export function traceEndpoint(env: NodeJS.ProcessEnv = process.env): { variable: string; url: string } | undefined {
-  const variable = ENDPOINT_VARIABLES.find((name) => (env[name] ?? '') !== '');
-  return variable === undefined ? undefined : { variable, url: env[variable]! };
-}
-
-/**
- * Whether to export traces: an OTLP endpoint is set and neither OTEL_SDK_DISABLED=true nor
- * OTEL_TRACES_EXPORTER=none says otherwise. Throws a ConfigError (exit 2) for an endpoint that is
- * not an http(s) URL or a protocol other than http/json, which would otherwise fail at each export.
- */
-export function tracesWanted(env: NodeJS.ProcessEnv = process.env): boolean {
-  const endpoint = traceEndpoint(env);
-  if (endpoint === undefined || env.OTEL_SDK_DISABLED === 'true' || env.OTEL_TRACES_EXPORTER === 'none') return false;
-  if (!/^https?:\/\/[^/]/.test(endpoint.url) || !URL.canParse(endpoint.url)) {
-    throw new ConfigError(`${endpoint.variable}=${endpoint.url}: expected an http(s) URL of an OTLP/HTTP receiver`);
-  }
-  for (const name of PROTOCOL_VARIABLES) {
-    const protocol = env[name];
-    if (protocol !== undefined && protocol !== '' && protocol !== PROTOCOL) {
-      throw new ConfigError(`${name}=${protocol}: traces are sent as OTLP/HTTP JSON only; set ${PROTOCOL} or unset it`);
-    }
-  }
-  return true;
-}
 
 let active: Tracing | undefined;
 
@@ -82,7 +34,9 @@ export function withSpan<T>(
   return active === undefined ? fn(NO_SPAN) : active.span(name, attributes, fn);
 }
 
-/** A storage call (`insert`, `list`, ...) as a database client span; without tracing, the call alone. */
-export function storageSpan<T>(operation: string, work: () => Promise<T>): Promise<T> {
-  return active === undefined ? work() : active.storageSpan(operation, work);
+const NO_END: SpanEnd = () => {};
+
+/** Starts a storage call's span (`insert`, `list`, ...), a database client span; without tracing, nothing. */
+export function startStorageSpan(operation: string): SpanEnd {
+  return active === undefined ? NO_END : active.startStorageSpan(operation);
 }

@@ -1,5 +1,5 @@
-import { randomPoolBytes } from './random-pool.js';
-import type { Precondition } from '../storage/types.js';
+import { randomPoolBytes } from '../random-pool.js';
+import type { Precondition } from '../storage/types/plants.js';
 
 /**
  * A plant's strong ETag is its revision: a random 63-bit number drawn anew at every change, so

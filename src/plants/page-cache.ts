@@ -1,6 +1,6 @@
 import { pageCacheLookups } from '../ops/metrics.js';
 import type { Plant } from '../schemas.js';
-import type { Page } from './service.js';
+import type { Page } from './page.js';
 
 /**
  * What the cache may hold, in bytes as `pageCost` reckons them: an upper bound of what its pages take

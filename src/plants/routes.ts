@@ -1,6 +1,5 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import fastJson from 'fast-json-stringify';
 import { JSON_CONTENT_TYPE } from '../errors.js';
 import { requireJsonBody, requireMergePatchBody } from '../http/json-body.js';
 import { errorResponses, TAGS } from '../http/openapi.js';
@@ -10,45 +9,14 @@ import {
   IfNoneMatchHeaders,
   ListQuery,
   NewPlant,
-  Plant,
   PlantIdParams,
   PlantPatch,
   Plants,
 } from '../schemas.js';
-import type { StoredPlant } from '../storage/types.js';
+import type { StoredPlant } from '../storage/types/plants.js';
 import { etagOf, ifMatch, notModified } from './etag.js';
-import { toPlant, type Page, type PlantService } from './service.js';
-
-const serializePlant = fastJson(Plant);
-
-/** The plants as the elements of a JSON array, without the brackets. */
-function jsonElements(plants: Plant[]): string {
-  return plants.map((plant) => serializePlant(plant)).join(',');
-}
-
-/** The JSON text of the pages the service's cache hands out again, so they are serialized once. */
-const sharedPageBodies = new WeakMap<Page, string>();
-
-function pageBody(page: Page): string {
-  let body = page.shared ? sharedPageBodies.get(page) : undefined;
-  if (body === undefined) {
-    body = `[${jsonElements(page.plants)}]`;
-    if (page.shared) sharedPageBodies.set(page, body);
-  }
-  return body;
-}
-
-/** The whole list as one JSON array, written chunk by chunk as rows come from storage. */
-async function* jsonArray(chunks: AsyncIterable<Plant[]>): AsyncIterable<string> {
-  let separator = '';
-  yield '[';
-  for await (const chunk of chunks) {
-    if (chunk.length === 0) continue;
-    yield separator + jsonElements(chunk);
-    separator = ',';
-  }
-  yield ']';
-}
+import { jsonArray, pageBody } from './json-bodies.js';
+import { toPlant, type PlantService } from './service.js';
 
 function nextLink(request: FastifyRequest, limit: number, cursor: string): string {
   return `<${request.protocol}://${request.host}/plants?limit=${limit}&cursor=${cursor}>; rel="next"`;

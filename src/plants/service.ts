@@ -1,25 +1,17 @@
 import { HttpError } from '../errors.js';
-import { createsAcknowledged, plantsCreated, storageOperation, timed } from '../ops/metrics.js';
+import { newEventId } from '../events/plant-event.js';
+import { createsAcknowledged, plantsCreated, storageCommits, storageOperation } from '../ops/metrics.js';
+import type { HistogramSeries } from '../ops/histogram.js';
+import { startStorageCall } from '../ops/timed.js';
 import type { NewPlant, Plant, PlantPatch } from '../schemas.js';
 import { groupCommit } from '../storage/group-commit.js';
-import type { ChangeOutcome, PlantChange, PlantRecord, Precondition, Storage, StoredPlant } from '../storage/types.js';
+import type { Storage } from '../storage/types.js';
+import type { ChangeOutcome, PlantChange, PlantRecord, Precondition, StoredPlant } from '../storage/types/plants.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { newRevision } from './etag.js';
-import { randomPoolBytes } from './random-pool.js';
-import { PageCache } from './page-cache.js';
+import { CachedPages } from './cached-pages.js';
+import type { Page } from './page.js';
 import { turnEnd } from './turn-end.js';
-import { VersionPerTurn } from './version-per-turn.js';
-
-export interface Page {
-  plants: Plant[];
-  /** Cursor of the next page, or null when nothing remains. */
-  next: string | null;
-  /**
-   * True when the page cache holds this very object and will hand it out again: nobody may
-   * change it, and what is derived from it (its JSON text) is worth keeping beside it.
-   */
-  shared: boolean;
-}
 
 export function toPlant(record: PlantRecord): Plant {
   return record.tag === null ? { name: record.name } : { name: record.name, tag: record.tag };
@@ -29,14 +21,17 @@ async function* toPlantChunks(chunks: AsyncIterable<PlantRecord[]>): AsyncIterab
   for await (const chunk of chunks) yield chunk.map(toPlant);
 }
 
-/**
- * The webhook event a change reports if it takes effect: `webhook-id`, the receivers' deduplication
- * key. Time first (milliseconds, fixed-width base 36), then 96 random bits: the outbox's keys then
- * grow at their end instead of landing on random index pages, which made each commit write many
- * more pages.
- */
-function newEventId(): string {
-  return 'msg_' + Date.now().toString(36).padStart(9, '0') + randomPoolBytes(12).toString('base64url');
+/** Runs one storage call, timed (ops/timed.ts). */
+async function timed<T>(operation: HistogramSeries, work: () => Promise<T>): Promise<T> {
+  const end = startStorageCall(operation);
+  try {
+    const result = await work();
+    end();
+    return result;
+  } catch (error) {
+    end(error as Error);
+    throw error;
+  }
 }
 
 function noSuchPlant(id: bigint): HttpError {
@@ -55,26 +50,23 @@ function appliedPlant(id: bigint, outcome: ChangeOutcome): StoredPlant {
 /** The rules of the plants collection, above storage and below HTTP. */
 export class PlantService {
   private readonly write: (change: PlantChange) => Promise<ChangeOutcome>;
-  private readonly pages = new PageCache();
   /** Null when the engine cannot tell when others commit (PostgreSQL): then nothing is cached. */
-  private readonly versions: VersionPerTurn | null;
+  private readonly pages: CachedPages | null;
 
   constructor(
     private readonly storage: Storage,
     options: { groupCommit: boolean },
   ) {
-    // Own commits drop only the pages of the accounts they wrote (see PageCache). SQLite has
-    // committed when applyChanges returns (better-sqlite3 is synchronous), so the note made then
-    // leaves no moment in which a cached page is older than the store; the note made when the
-    // promise settles does the same for an engine that commits later.
-    const applyChanges = (changes: PlantChange[]) => {
-      const accounts = new Set(changes.map((change) => change.account));
-      const committed = storage.applyChanges(changes);
-      this.pages.noteOwnCommit(accounts);
-      return committed.finally(() => this.pages.noteOwnCommit(accounts));
-    };
-    this.write = groupCommit({ ...storage, applyChanges }, options.groupCommit);
-    this.versions = storage.plantsVersion() === null ? null : new VersionPerTurn(() => storage.plantsVersion());
+    this.pages = CachedPages.of(() => storage.plantsVersion());
+    // Own commits drop only the pages of the accounts they wrote (see CachedPages).
+    const pages = this.pages;
+    this.write = groupCommit(storage, {
+      enabled: options.groupCommit,
+      observer: {
+        ...(pages !== null && { wrote: (accounts: ReadonlySet<string>) => pages.wrote(accounts) }),
+        committed: () => storageCommits.inc(),
+      },
+    });
   }
 
   /** Stores the plant, or confirms a retry of it; a different plant under the same id is a 409. */
@@ -121,21 +113,16 @@ export class PlantService {
   async page(account: string, limit: number, cursor: string | undefined): Promise<Page> {
     const after = cursor === undefined ? null : decodeCursor(cursor);
     if (limit === 0) return { plants: [], next: null, shared: false };
-    // The version and the own-commit count are read before the rows, so a page is never stamped
-    // newer than what it holds.
-    const version = this.versions === null ? null : await this.versions.next();
-    const cached = version === null ? undefined : this.pages.get(version, account, after, limit);
-    if (cached !== undefined) return cached;
-    const since = this.pages.commitsSoFar();
-    const rows = await timed(storageOperation.list, () => this.storage.listPlants(account, after, limit + 1));
-    const more = rows.length > limit;
-    const page: Page = {
-      plants: (more ? rows.slice(0, limit) : rows).map(toPlant),
-      next: more ? encodeCursor(rows[limit - 1]!.id) : null,
-      shared: false,
+    const load = async (): Promise<Page> => {
+      const rows = await timed(storageOperation.list, () => this.storage.listPlants(account, after, limit + 1));
+      const more = rows.length > limit;
+      return {
+        plants: (more ? rows.slice(0, limit) : rows).map(toPlant),
+        next: more ? encodeCursor(rows[limit - 1]!.id) : null,
+        shared: false,
+      };
     };
-    if (version !== null) page.shared = this.pages.set(version, since, account, after, limit, page);
-    return page;
+    return this.pages === null ? load() : this.pages.page(account, after, limit, load);
   }
 
   /** Every plant from the cursor on; a bad cursor throws here, before any byte is sent. */

@@ -1,8 +1,23 @@
-import { storageCommits } from '../ops/metrics.js';
-import type { ChangeOutcome, PlantChange, Storage } from './types.js';
+import type { Storage } from './types.js';
+import type { ChangeOutcome, PlantChange } from './types/plants.js';
 
 /** At most this many changes per transaction: one commit never holds the store (or the event loop) for long. */
 const MAX_BATCH = 512;
+
+/**
+ * Who above storage wants to know of its writes (metrics, the plants' page cache), told without
+ * storage knowing who they are.
+ */
+export interface CommitObserver {
+  /**
+   * The accounts a transaction wrote (or tried to): told as soon as `applyChanges` has returned
+   * (SQLite has committed by then: better-sqlite3 is synchronous) and again when it has settled
+   * (an engine that commits later), so that nothing read before either moment passes for newer.
+   */
+  wrote?(accounts: ReadonlySet<string>): void;
+  /** A transaction committed (one durable sync). */
+  committed?(): void;
+}
 
 interface Pending {
   change: PlantChange;
@@ -23,14 +38,25 @@ interface Pending {
  * Changes apply in the order they arrived, each with its own outcome. Each caller is answered only
  * after the commit that holds its change (and the webhook events it queued) is durable. If a batch
  * fails, its changes are retried one by one, so a change that is valid on its own never fails
- * because of a neighbour. `plant_store_storage_commits_total` counts commits (one sync each).
+ * because of a neighbour. `observer` is told of each write and commit (see CommitObserver).
  * With `enabled` false (`--group-commit off`), every change is its own transaction: the bench's baseline.
  */
-export function groupCommit(storage: Storage, enabled = true): (change: PlantChange) => Promise<ChangeOutcome> {
+export function groupCommit(
+  storage: Pick<Storage, 'applyChanges'>,
+  { enabled = true, observer = {} }: { enabled?: boolean; observer?: CommitObserver } = {},
+): (change: PlantChange) => Promise<ChangeOutcome> {
+  const { wrote, committed } = observer;
+  const apply = (changes: PlantChange[]): Promise<ChangeOutcome[]> => {
+    if (wrote === undefined) return storage.applyChanges(changes);
+    const accounts = new Set(changes.map((change) => change.account));
+    const applied = storage.applyChanges(changes);
+    wrote(accounts);
+    return applied.finally(() => wrote(accounts));
+  };
   if (!enabled) {
     return async (change) => {
-      const [outcome] = await storage.applyChanges([change]);
-      storageCommits.inc();
+      const [outcome] = await apply([change]);
+      committed?.();
       return outcome!;
     };
   }
@@ -40,8 +66,8 @@ export function groupCommit(storage: Storage, enabled = true): (change: PlantCha
 
   async function commit(batch: Pending[]) {
     try {
-      const outcomes = await storage.applyChanges(batch.map((p) => p.change));
-      storageCommits.inc();
+      const outcomes = await apply(batch.map((p) => p.change));
+      committed?.();
       batch.forEach((p, i) => p.resolve(outcomes[i]!));
     } catch (error) {
       if (batch.length === 1) return batch[0]!.reject(error);

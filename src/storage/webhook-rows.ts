@@ -1,4 +1,5 @@
-import type { ClaimedDelivery, ClaimShare, PlantEventType, WebhookDelivery } from './types.js';
+import type { PlantEventType } from '../events/plant-event.js';
+import type { ClaimedDelivery, WebhookDelivery } from './types/webhooks.js';
 
 /**
  * The rows of the webhook tables as both engines read them; `Time` is how each hands back a time:
@@ -58,36 +59,4 @@ export function toClaimed<Time>(row: ClaimRow<Time>, toDate: ToDate<Time>): Clai
     previousSecret: row.previous_secret,
     previousSecretUntil: row.previous_secret_until === null ? null : toDate(row.previous_secret_until),
   };
-}
-
-/** One endpoint as a map key: its account and id, neither able to pass for part of the other. */
-export function endpointKey(account: string, endpointId: string): string {
-  return JSON.stringify([account, endpointId]);
-}
-
-/**
- * How many due rows a claim reads to find `limit` that keep to `share.perEndpoint`: room for
- * several endpoints when the oldest due rows are all one endpoint's backlog.
- */
-export function claimWindow(limit: number, share: ClaimShare): number {
-  return limit <= share.perEndpoint ? limit : 4 * limit;
-}
-
-/** The first `limit` of `due` (oldest first) with at most `perEndpoint` of any one endpoint. */
-export function fairShare<Row extends { account: string; endpoint_id: string }>(
-  due: Row[],
-  limit: number,
-  perEndpoint: number,
-): Row[] {
-  const taken = new Map<string, number>();
-  const picked: Row[] = [];
-  for (const row of due) {
-    if (picked.length === limit) break;
-    const endpoint = endpointKey(row.account, row.endpoint_id);
-    const count = taken.get(endpoint) ?? 0;
-    if (count === perEndpoint) continue;
-    taken.set(endpoint, count + 1);
-    picked.push(row);
-  }
-  return picked;
 }

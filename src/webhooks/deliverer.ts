@@ -2,11 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
-import type { ClaimedDelivery, WebhookStorage } from '../storage/types.js';
-import { endpointKey } from '../storage/webhook-rows.js';
+import type { ClaimedDelivery, WebhookStorage } from '../storage/types/webhooks.js';
 import type { AddressGuard } from './address-guard.js';
 import { attempt, receiverAgents, type ReceiverAgents } from './attempt.js';
+import { EndpointShares } from './fair-share.js';
 import { webhookAttempts } from './metrics.js';
+import { ResultWriter } from './result-writer.js';
 import { afterAttempt } from './retry.js';
 import { signatureHeader, signingSecrets } from './signer.js';
 
@@ -28,18 +29,6 @@ const GATHER_MS = 10;
 const PRUNE_EVERY_MS = 60_000;
 /** While the API is busy, one claim (of at most --webhook-concurrency events) per this interval. */
 const BUSY_CLAIM_EVERY_MS = 1_000;
-/**
- * One endpoint's attempts in flight are at most this share of --webhook-concurrency (at least one):
- * a receiver that hangs, with a backlog, holds a quarter of the slots until the timeout, not all.
- */
-const ENDPOINT_SHARE = 1 / 4;
-
-type AttemptResultRow = Parameters<WebhookStorage['recordAttempts']>[1][number];
-
-interface ResultBatch {
-  results: AttemptResultRow[];
-  written: Promise<void>;
-}
 
 export const GONE_REASON = 'the receiver answered 410 Gone, so the endpoint was disabled';
 
@@ -53,9 +42,8 @@ export const GONE_REASON = 'the receiver answered 410 Gone, so the endpoint was 
 export class Deliverer {
   private readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private readonly inFlight = new Set<Promise<void>>();
-  /** Attempts in flight per endpoint (by `endpointKey`), and how many one endpoint may have. */
-  private readonly inFlightByEndpoint = new Map<string, { account: string; endpointId: string; count: number }>();
-  private readonly perEndpoint: number;
+  /** Attempts in flight per endpoint, and how many one endpoint may have (see fair-share.ts). */
+  private readonly shares: EndpointShares;
   private readonly agents: ReceiverAgents;
   /** Long enough for an attempt (bounded by the timeout) and its result, with room for a busy event loop. */
   private readonly leaseMs: number;
@@ -65,15 +53,16 @@ export class Deliverer {
   private pruner: NodeJS.Timeout | undefined;
   private pruning: Promise<void> = Promise.resolve();
   private lastBusyClaim = 0;
-  private batch: ResultBatch | null = null;
+  private readonly results: ResultWriter;
 
   constructor(
     private readonly storage: WebhookStorage,
     private readonly options: DelivererOptions,
   ) {
     this.agents = receiverAgents(options.guard);
+    this.results = new ResultWriter(storage, this.owner, GATHER_MS);
     this.leaseMs = 2 * options.timeoutMs + 5_000;
-    this.perEndpoint = Math.max(1, Math.floor(options.concurrency * ENDPOINT_SHARE));
+    this.shares = new EndpointShares(options.concurrency);
   }
 
   start() {
@@ -112,10 +101,7 @@ export class Deliverer {
         if (busy) this.lastBusyClaim = Date.now();
         try {
           const now = Date.now();
-          const share = {
-            perEndpoint: this.perEndpoint,
-            busy: [...this.inFlightByEndpoint.values()].filter((e) => e.count >= this.perEndpoint),
-          };
+          const share = this.shares.claimShare(free);
           const leaseUntil = new Date(now + this.leaseMs);
           const due = await this.storage.claimDeliveries(this.owner, new Date(now), leaseUntil, free, share);
           for (const delivery of due) this.track(delivery, this.deliver(delivery));
@@ -147,14 +133,10 @@ export class Deliverer {
   }
 
   private track({ account, endpointId }: ClaimedDelivery, work: Promise<void>) {
-    const key = endpointKey(account, endpointId);
-    const endpoint = this.inFlightByEndpoint.get(key) ?? { account, endpointId, count: 0 };
-    endpoint.count++;
-    this.inFlightByEndpoint.set(key, endpoint);
+    this.shares.track(account, endpointId, work);
     this.inFlight.add(work);
     void work.finally(() => {
       this.inFlight.delete(work);
-      if (--endpoint.count === 0) this.inFlightByEndpoint.delete(key);
       this.wake();
     });
   }
@@ -178,32 +160,13 @@ export class Deliverer {
         agents: this.agents,
       });
       const record = afterAttempt(result, delivery.attempts, this.options.retrySchedule, Date.now());
-      await this.record({ key: { account, endpointId, eventId }, record });
+      await this.results.record({ key: { account, endpointId, eventId }, record });
       webhookAttempts.inc({ outcome: record.state === 'pending' ? 'retrying' : record.state });
       if (result.status === 410) await this.storage.disableEndpoint(account, endpointId, GONE_REASON);
     } catch (error) {
       // The lease runs out and the attempt is made again, here or elsewhere.
       this.options.log.warn({ err: error, endpointId, eventId }, 'webhooks: could not record an attempt');
     }
-  }
-
-  /**
-   * Results wait GATHER_MS for company and are written together, in one transaction: far fewer
-   * commits (on SQLite, far fewer pages written to the WAL) than one per attempt. Resolves once
-   * this result is written.
-   */
-  private record(result: AttemptResultRow): Promise<void> {
-    if (this.batch === null) {
-      const batch: ResultBatch = { results: [], written: delay(GATHER_MS).then(() => this.write(batch)) };
-      this.batch = batch;
-    }
-    this.batch.results.push(result);
-    return this.batch.written;
-  }
-
-  private async write(batch: ResultBatch) {
-    if (this.batch === batch) this.batch = null;
-    await this.storage.recordAttempts(this.owner, batch.results);
   }
 
   private async prune() {

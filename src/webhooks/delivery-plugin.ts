@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { WebhookStorage } from '../storage/types.js';
+import type { WebhookStorage } from '../storage/types/webhooks.js';
 import { apiSaturation } from './api-load.js';
 import { Deliverer, type DelivererOptions } from './deliverer.js';
 import { reportBacklogOf } from './metrics.js';

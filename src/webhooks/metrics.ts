@@ -1,6 +1,6 @@
 import { Counter, Gauge } from 'prom-client';
 import { registry } from '../ops/metrics.js';
-import type { WebhookStorage } from '../storage/types.js';
+import type { WebhookStorage } from '../storage/types/webhooks.js';
 
 /** The webhook series of /metrics, beside the service's others in the one registry. */
 

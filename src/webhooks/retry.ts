@@ -1,4 +1,4 @@
-import type { AttemptRecord } from '../storage/types.js';
+import type { AttemptRecord } from '../storage/types/webhooks.js';
 import type { AttemptResult } from './attempt.js';
 
 /** A `Retry-After` is honoured up to this far ahead, so one answer cannot park an event for weeks. */

@@ -1,15 +1,15 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { LIMITS } from '../schemas.js';
-import type { DeliveryState, PlantEventType } from '../storage/types.js';
+import { PLANT_EVENT_TYPES, type PlantEventType } from '../events/plant-event.js';
+import type { DeliveryState } from '../storage/types/webhooks.js';
 import { MAX_URL_LENGTH } from './address-guard.js';
 
 /** The shapes of the /webhooks API, each with an `$id` (so an OpenAPI component) and an exact validator for inputs. */
 
-export const EVENT_TYPES: readonly PlantEventType[] = ['plant.created', 'plant.updated', 'plant.deleted'];
 export const DELIVERY_STATES: readonly DeliveryState[] = ['pending', 'delivered', 'failed'];
 export const DELIVERIES_LIMIT = { default: 100, max: 1000 } as const;
 
-const EventType = Type.Unsafe<PlantEventType>({ type: 'string', enum: [...EVENT_TYPES] });
+const EventType = Type.Unsafe<PlantEventType>({ type: 'string', enum: [...PLANT_EVENT_TYPES] });
 const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
 const Url = Type.String({
   maxLength: MAX_URL_LENGTH,

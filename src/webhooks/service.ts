@@ -4,7 +4,7 @@ import type {
   WebhookDelivery as StoredDelivery,
   WebhookEndpoint as StoredEndpoint,
   WebhookStorage,
-} from '../storage/types.js';
+} from '../storage/types/webhooks.js';
 import type { AddressGuard } from './address-guard.js';
 import type {
   NewWebhookEndpoint,

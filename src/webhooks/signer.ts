@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import type { EndpointSecrets } from '../storage/types.js';
+import type { EndpointSecrets } from '../storage/types/webhooks.js';
 
 /**
  * Standard Webhooks (standardwebhooks.com) signatures, which the `standardwebhooks` and Svix

@@ -1,10 +1,9 @@
 import { HttpError } from '../errors.js';
 import { LIMITS } from '../schemas.js';
-import type { PlantEventType } from '../storage/types.js';
+import { PLANT_EVENT_TYPES, type PlantEventType } from '../events/plant-event.js';
 import { MAX_URL_LENGTH } from './address-guard.js';
 import {
   DELIVERIES_LIMIT,
-  EVENT_TYPES,
   type DeliveriesQuery,
   type NewWebhookEndpoint,
   type RecoverRequest,
@@ -44,11 +43,11 @@ function checkUrl(value: unknown): string {
 }
 
 function checkEvents(value: unknown): PlantEventType[] {
-  if (!Array.isArray(value)) bad(`events must be an array of event types (${EVENT_TYPES.join(', ')})`);
+  if (!Array.isArray(value)) bad(`events must be an array of event types (${PLANT_EVENT_TYPES.join(', ')})`);
   if (value.length === 0) bad('events must name at least one event type');
   for (const event of value) {
-    if (!EVENT_TYPES.includes(event as PlantEventType)) {
-      bad(`events: unknown event type ${JSON.stringify(event)}; known: ${EVENT_TYPES.join(', ')}`);
+    if (!PLANT_EVENT_TYPES.includes(event as PlantEventType)) {
+      bad(`events: unknown event type ${JSON.stringify(event)}; known: ${PLANT_EVENT_TYPES.join(', ')}`);
     }
   }
   return [...new Set(value as PlantEventType[])];
@@ -126,7 +125,7 @@ export function validateRecoverRequest(body: unknown): RecoverRequest {
   return { since, until };
 }
 
-/** By schema `$id`, for the one validator compiler (http/validation.ts). */
+/** By schema `$id`, for the one validator compiler (contract/validation.ts). */
 export const WEBHOOK_VALIDATORS: Record<string, (input: unknown) => unknown> = {
   NewWebhookEndpoint: validateNewWebhookEndpoint,
   WebhookEndpointPatch: validateWebhookEndpointPatch,

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { openStorage } from '../../src/storage/open.js';
-import type { PlantChange } from '../../src/storage/types.js';
+import type { PlantChange } from '../../src/storage/types/plants.js';
 import { ENGINES, withFreshStore, type Engine } from '../helpers/engines.js';
 import { call, listPlants, postPlant } from '../helpers/http.js';
 import { CLI, createToken, runCli, startServer } from '../helpers/server.js';

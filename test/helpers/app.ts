@@ -3,37 +3,22 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { issueToken } from '../../src/auth/api-tokens.js';
 import type { Scope } from '../../src/auth/scopes.js';
-import type { Config } from '../../src/config.js';
+import { DEFAULTS, type Config } from '../../src/config.js';
 import { openStorage } from '../../src/storage/open.js';
 import type { Storage } from '../../src/storage/types.js';
 import type { Engine } from './engines.js';
 
 /** The app in-process (same options as the server), for fast `app.inject` cases. */
 
+/** The server's defaults (config.ts), with what a test needs instead: any port, an in-memory store, no auth-failure limit, short waits, private webhook receivers. */
 export const TEST_CONFIG: Config = {
+  ...DEFAULTS,
   port: 0,
-  host: '127.0.0.1',
   database: 'sqlite::memory:',
-  pgPoolMax: 10,
-  rateLimit: 0,
   authFailureLimit: 0,
-  workers: 1,
-  jwtAccountClaim: 'sub',
   shutdownTimeout: 5_000,
-  trustProxy: false,
-  groupCommit: true,
-  logLevel: 'info',
-  webhookTimeout: 10_000,
   webhookRetrySchedule: [1_000, 2_000],
-  webhookConcurrency: 16,
-  webhookRetention: 604_800_000,
   webhookAllowPrivate: true,
-  eventRetention: 604_800_000,
-  eventHeartbeat: 15_000,
-  eventStreamsPerAccount: 16,
-  eventStreams: 4_096,
-  eventStreamBuffer: 1_048_576,
-  corsOrigins: [],
 };
 
 export interface TestApp {

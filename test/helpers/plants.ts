@@ -1,4 +1,5 @@
-import type { PlantRecord, Storage } from '../../src/storage/types.js';
+import type { Storage } from '../../src/storage/types.js';
+import type { PlantRecord } from '../../src/storage/types/plants.js';
 
 export interface PlantWrite {
   account: string;

@@ -3,7 +3,7 @@ import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { after, before, describe, it } from 'node:test';
 import { PAGE_CACHE_BYTES, PageCache, pageCost } from '../../src/plants/page-cache.js';
-import type { Page } from '../../src/plants/service.js';
+import type { Page } from '../../src/plants/page.js';
 import { testApp, type TestApp } from '../helpers/app.js';
 import { sqlite } from '../helpers/engines.js';
 

@@ -6,21 +6,17 @@ import { newToken } from '../../src/auth/api-tokens.js';
 import { groupCommit } from '../../src/storage/group-commit.js';
 import { openStorage } from '../../src/storage/open.js';
 import { sqlitePath } from '../../src/storage/sqlite/index.js';
-import type {
-  ClaimedDelivery,
-  ClaimShare,
-  PlantChange,
-  PlantRecord,
-  Storage,
-  StoredPlant,
-} from '../../src/storage/types.js';
+import type { Storage } from '../../src/storage/types.js';
+import type { PlantChange, PlantRecord, StoredPlant } from '../../src/storage/types/plants.js';
+import type { ClaimShare, ClaimedDelivery } from '../../src/storage/types/webhooks.js';
+import { claimWindow } from '../../src/webhooks/fair-share.js';
 import { ENGINES, type Engine } from '../helpers/engines.js';
 import { insertPlants, type PlantWrite } from '../helpers/plants.js';
 
 /** The Storage interface, checked the same way on every engine. */
 
 /** A claim that takes any number of one endpoint's events. */
-const ANY_SHARE: ClaimShare = { perEndpoint: Number.MAX_SAFE_INTEGER, busy: [] };
+const ANY_SHARE: ClaimShare = { perEndpoint: Number.MAX_SAFE_INTEGER, window: 1, busy: [] };
 const INT64_MIN = -9223372036854775808n;
 const INT64_MAX = 9223372036854775807n;
 const TWO_POW_53 = 9007199254740992n;
@@ -554,8 +550,9 @@ for (const engine of ENGINES) {
         );
         await storage().applyChanges([{ ...create('other', plant(1n), 0), eventId: 'evt_o1' }]);
         // Events of one commit are due at the same moment: which of them comes first is not fixed.
-        const claim = async (share: ClaimShare) => {
+        const claim = async ({ perEndpoint, busy }: Omit<ClaimShare, 'window'>) => {
           const now = new Date();
+          const share = { perEndpoint, window: claimWindow(100, perEndpoint), busy };
           const batch = await storage().claimDeliveries('owner', now, new Date(now.getTime() + 60_000), 100, share);
           const of = (account: string) => batch.filter((d) => d.account === account).map((d) => d.eventId);
           return { backlogged: of('backlogged'), other: of('other') };

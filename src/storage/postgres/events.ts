@@ -1,5 +1,5 @@
-import { newPlantJson } from '../changes.js';
-import { testDelay, type FeedEvent, type FeedStorage } from '../feed-types.js';
+import { plantEventPayload } from '../../events/plant-event.js';
+import { testDelay, type FeedEvent, type FeedStorage } from '../types/feed.js';
 import type { Sql, Tx } from './connection.js';
 import type { QueuedEvent } from './outbox.js';
 
@@ -46,7 +46,7 @@ export async function appendEvents(tx: Tx, events: QueuedEvent[], delayMs: numbe
                                 ${tx.array(seqs)}::int8[],
                                 ${tx.array(events.map((e) => e.eventId))}::text[],
                                 ${tx.array(events.map((e) => e.type))}::text[],
-                                ${tx.array(events.map((e) => newPlantJson(e.plant)))}::text[])`;
+                                ${tx.array(events.map((e) => plantEventPayload(e.plant)))}::text[])`;
   await testDelay(delayMs);
 }
 

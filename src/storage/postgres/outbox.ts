@@ -1,5 +1,5 @@
-import { newPlantJson } from '../changes.js';
-import type { PlantEventType, PlantRecord } from '../types.js';
+import { plantEventPayload, type PlantEventType } from '../../events/plant-event.js';
+import type { PlantRecord } from '../types/plants.js';
 import type { Tx } from './connection.js';
 
 export interface QueuedEvent {
@@ -22,6 +22,6 @@ export async function queueEvents(tx: Tx, events: QueuedEvent[]): Promise<void> 
     FROM unnest(${tx.array(events.map((e) => e.account))}::text[],
                 ${tx.array(events.map((e) => e.eventId))}::text[],
                 ${tx.array(events.map((e) => e.type))}::text[],
-                ${tx.array(events.map((e) => newPlantJson(e.plant)))}::text[]) AS q(account, event_id, event_type, payload)
+                ${tx.array(events.map((e) => plantEventPayload(e.plant)))}::text[]) AS q(account, event_id, event_type, payload)
     JOIN webhook_endpoints e ON e.account = q.account AND e.enabled AND q.event_type = ANY (e.events)`;
 }

@@ -1,5 +1,7 @@
-import { EVENT_OF, updated } from '../changes.js';
-import type { ChangeOutcome, PlantChange, PlantRecord, Storage, StoredPlant } from '../types.js';
+import { EVENT_OF } from '../../events/plant-event.js';
+import { updated } from '../changes.js';
+import type { Storage } from '../types.js';
+import type { ChangeOutcome, PlantChange, PlantRecord, StoredPlant } from '../types/plants.js';
 import type { Sql, Tx } from './connection.js';
 import { appendEvents } from './events.js';
 import { queueEvents, type QueuedEvent } from './outbox.js';

@@ -1,4 +1,5 @@
-import type { NewToken, Storage, TokenRecord } from '../types.js';
+import type { Storage } from '../types.js';
+import type { NewToken, TokenRecord } from '../types/tokens.js';
 import type { Sql, Tx } from './connection.js';
 
 /** ASCII "plant-ft"; see MIGRATION_LOCK in migrations.ts for why a spelled-out key. */

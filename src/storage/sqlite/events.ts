@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
-import { newPlantJson } from '../changes.js';
-import type { FeedEvent, FeedStorage } from '../feed-types.js';
+import { plantEventPayload } from '../../events/plant-event.js';
+import type { FeedEvent, FeedStorage } from '../types/feed.js';
 import type { EventQueue } from './outbox.js';
 
 const PRUNE_CHUNK = 1000;
@@ -66,7 +66,7 @@ export function sqliteEvents(db: Database.Database, enabled: boolean) {
     const pending: [account: string, eventId: string, type: string, payload: string][] = [];
     return {
       queue(account, type, eventId, plant) {
-        pending.push([account, eventId, type, newPlantJson(plant)]);
+        pending.push([account, eventId, type, plantEventPayload(plant)]);
       },
       flush() {
         if (pending.length === 0) return;

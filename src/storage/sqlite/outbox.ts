@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
-import { newPlantJson } from '../changes.js';
-import type { ClaimShare, PlantEventType, PlantRecord } from '../types.js';
+import { plantEventPayload, type PlantEventType } from '../../events/plant-event.js';
+import type { PlantRecord } from '../types/plants.js';
+import type { ClaimShare } from '../types/webhooks.js';
 import type { DeliveryRow } from '../webhook-rows.js';
 
 /** The events of one write transaction: `queue` each change's event, `flush` before the commit. */
@@ -52,7 +53,7 @@ export function outbox(db: Database.Database): () => EventQueue {
         let payload: string | undefined;
         for (const subscriber of subscribers) {
           if (subscriber.events.includes(word))
-            subscriber.triples.push([eventId, type, (payload ??= newPlantJson(plant))]);
+            subscriber.triples.push([eventId, type, (payload ??= plantEventPayload(plant))]);
         }
       },
       flush() {

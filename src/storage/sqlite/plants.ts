@@ -1,6 +1,8 @@
 import type Database from 'better-sqlite3';
-import { EVENT_OF, updated } from '../changes.js';
-import type { ChangeOutcome, PlantChange, PlantRecord, Storage, StoredPlant } from '../types.js';
+import { EVENT_OF } from '../../events/plant-event.js';
+import { updated } from '../changes.js';
+import type { Storage } from '../types.js';
+import type { ChangeOutcome, PlantChange, PlantRecord, StoredPlant } from '../types/plants.js';
 import { bothQueues } from './events.js';
 import { outbox, type EventQueue } from './outbox.js';
 

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
-import type { NewToken, Storage, TokenRecord } from '../types.js';
+import type { Storage } from '../types.js';
+import type { NewToken, TokenRecord } from '../types/tokens.js';
 
 interface TokenRow {
   id: string;

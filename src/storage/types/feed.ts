@@ -1,4 +1,4 @@
-import type { PlantEventType } from './types.js';
+import type { PlantEventType } from '../../events/plant-event.js';
 
 /**
  * The change feed as storage keeps it: every event of an account, numbered 1, 2, 3... in the order

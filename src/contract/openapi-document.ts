@@ -3,7 +3,7 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { sharedSchemas } from '../schemas.js';
 import { docsPage } from './docs-page.js';
-import { ERRORS, OTHER_ERRORS, TAG_DESCRIPTIONS, type ErrorStatus } from './openapi.js';
+import { ERRORS, OTHER_ERRORS, TAG_DESCRIPTIONS, type ErrorStatus } from '../http/openapi.js';
 import { X_WEBHOOKS } from '../webhooks/events-document.js';
 import { webhookSchemas } from '../webhooks/schemas.js';
 

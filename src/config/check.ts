@@ -1,0 +1,17 @@
+import type { Config } from '../config.js';
+import { ConfigError } from './errors.js';
+
+/** The settings that cannot work together, refused before anything starts (exit 2). */
+export function checkConfig(config: Config): Config {
+  const jwtOn = config.jwtJwksUrl !== undefined || config.jwtPublicKey !== undefined;
+  if (config.jwtJwksUrl !== undefined && config.jwtPublicKey !== undefined) {
+    throw new ConfigError('set either --jwt-jwks-url or --jwt-public-key, not both');
+  }
+  if (jwtOn && config.jwtAudience === undefined) {
+    throw new ConfigError('JWTs are on but --jwt-audience (JWT_AUDIENCE) is not set; the audience must be checked');
+  }
+  if (!jwtOn && (config.jwtAudience !== undefined || config.jwtIssuer !== undefined)) {
+    throw new ConfigError('--jwt-audience/--jwt-issuer need --jwt-jwks-url or --jwt-public-key');
+  }
+  return config;
+}

@@ -1,0 +1,106 @@
+import type { WebhookStorage } from '../types/webhooks.js';
+import { toClaimed, type ClaimRow } from '../webhook-rows.js';
+import type { Sql, Tx } from './connection.js';
+
+/** postgres.js hands back timestamptz as a Date already. */
+export const asDate = (time: Date) => time;
+
+const PRUNE_CHUNK = 1000;
+
+/** Fails the pending deliveries of an endpoint (disabled, or gone). */
+export async function failPending(tx: Sql | Tx, account: string, endpointId: string, reason: string) {
+  await tx`UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, last_error = ${reason},
+             lease_owner = NULL, lease_until = NULL, updated_at = now()
+           WHERE account = ${account} AND endpoint_id = ${endpointId} AND state = 'pending'`;
+}
+
+/** The deliverer's side: the claim is the one statement that spans accounts, as a queue's consumer must. */
+export function postgresDeliveries(
+  sql: Sql,
+): Pick<
+  WebhookStorage,
+  'claimDeliveries' | 'recordAttempts' | 'disableEndpoint' | 'pruneDeliveries' | 'deliveryBacklog'
+> {
+  return {
+    async claimDeliveries(owner, now, leaseUntil, limit, share) {
+      // SKIP LOCKED: processes claiming at once take disjoint rows instead of queueing on each
+      // other; a row another committed claim leased meanwhile is re-checked and left out. Of the
+      // rows locked, at most share.perEndpoint per endpoint are leased; the rest are left as they were.
+      const busyAccounts = sql.array(share.busy.map((b) => b.account));
+      const busyEndpoints = sql.array(share.busy.map((b) => b.endpointId));
+      const rows = await sql<ClaimRow<Date>[]>`
+        WITH due AS (
+          SELECT d.account, d.endpoint_id, d.event_id, d.next_attempt_at FROM webhook_deliveries d
+          JOIN webhook_endpoints e ON e.account = d.account AND e.id = d.endpoint_id AND e.enabled
+          WHERE d.state = 'pending' AND d.next_attempt_at <= ${now}
+            AND (d.lease_until IS NULL OR d.lease_until < ${now})
+            AND NOT EXISTS (
+              SELECT 1 FROM unnest(${busyAccounts}::text[], ${busyEndpoints}::text[]) AS b(account, endpoint_id)
+              WHERE b.account = d.account AND b.endpoint_id = d.endpoint_id)
+          ORDER BY d.next_attempt_at LIMIT ${share.window}
+          FOR UPDATE OF d SKIP LOCKED
+        ), ranked AS (
+          SELECT account, endpoint_id, event_id, next_attempt_at,
+                 row_number() OVER (PARTITION BY account, endpoint_id ORDER BY next_attempt_at) AS nth
+          FROM due
+        ), picked AS (
+          SELECT account, endpoint_id, event_id FROM ranked WHERE nth <= ${share.perEndpoint}
+          ORDER BY next_attempt_at LIMIT ${limit}
+        )
+        UPDATE webhook_deliveries d SET lease_owner = ${owner}, lease_until = ${leaseUntil}
+        FROM picked, webhook_endpoints e
+        WHERE d.account = picked.account AND d.endpoint_id = picked.endpoint_id AND d.event_id = picked.event_id
+          AND e.account = d.account AND e.id = d.endpoint_id
+        RETURNING d.account, d.endpoint_id, d.event_id, d.event_type, d.payload, d.attempts,
+                  e.url, e.secret, e.previous_secret, e.previous_secret_until`;
+      return rows.map((row) => toClaimed(row, asDate));
+    },
+
+    async recordAttempts(owner, results) {
+      if (results.length === 0) return;
+      // Every column as text (null stays null), cast in SQL: one array type for the driver to write.
+      const column = (pick: (r: (typeof results)[number]) => string | number | Date | null) =>
+        sql.array(
+          results.map((r) => {
+            const value = pick(r);
+            return value === null ? null : value instanceof Date ? value.toISOString() : String(value);
+          }) as string[],
+        );
+      await sql`
+        UPDATE webhook_deliveries d SET state = r.state, attempts = d.attempts + 1, next_attempt_at = r.next,
+          last_status = r.status, last_error = r.error, lease_owner = NULL, lease_until = NULL, updated_at = now()
+        FROM unnest(${column((r) => r.key.account)}::text[], ${column((r) => r.key.endpointId)}::text[],
+                    ${column((r) => r.key.eventId)}::text[], ${column((r) => r.record.state)}::text[],
+                    ${column((r) => r.record.nextAttemptAt)}::timestamptz[], ${column((r) => r.record.lastStatus)}::int[],
+                    ${column((r) => r.record.lastError)}::text[])
+             AS r(account, endpoint_id, event_id, state, next, status, error)
+        WHERE d.account = r.account AND d.endpoint_id = r.endpoint_id AND d.event_id = r.event_id
+          AND d.lease_owner = ${owner}`;
+    },
+
+    async disableEndpoint(account, endpointId, reason) {
+      await sql.begin(async (tx) => {
+        await tx`UPDATE webhook_endpoints SET enabled = false WHERE account = ${account} AND id = ${endpointId}`;
+        await failPending(tx, account, endpointId, reason);
+      });
+    },
+
+    async pruneDeliveries(before) {
+      let removed = 0;
+      for (;;) {
+        const { count } = await sql`
+          DELETE FROM webhook_deliveries WHERE (account, endpoint_id, event_id) IN (
+            SELECT account, endpoint_id, event_id FROM webhook_deliveries
+            WHERE state <> 'pending' AND updated_at < ${before} LIMIT ${PRUNE_CHUNK})`;
+        removed += count;
+        if (count < PRUNE_CHUNK) return removed;
+      }
+    },
+
+    async deliveryBacklog() {
+      const [row] = await sql<[{ pending: number; oldest: Date | null }]>`
+        SELECT count(*)::int AS pending, min(created_at) AS oldest FROM webhook_deliveries WHERE state = 'pending'`;
+      return { pending: row.pending, oldestCreatedAt: row.oldest };
+    },
+  };
+}

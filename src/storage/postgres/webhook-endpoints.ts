@@ -1,0 +1,112 @@
+import type { PlantEventType } from '../../events/plant-event.js';
+import type { WebhookEndpoint, WebhookStorage } from '../types/webhooks.js';
+import { toDelivery, type DeliveryRow } from '../webhook-rows.js';
+import type { Sql } from './connection.js';
+import { asDate, failPending } from './webhook-deliveries.js';
+
+/** Namespace of the per-account advisory lock that makes "at most N endpoints" atomic: ASCII "plaw". */
+const ENDPOINT_LIMIT_LOCK = 0x706c6177;
+interface EndpointRow {
+  id: string;
+  url: string;
+  events: PlantEventType[];
+  description: string;
+  enabled: boolean;
+  created_at: Date;
+}
+
+const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
+  id: row.id,
+  url: row.url,
+  events: row.events,
+  description: row.description,
+  enabled: row.enabled,
+  createdAt: row.created_at,
+});
+
+const ENDPOINT_COLUMNS = ['id', 'url', 'events', 'description', 'enabled', 'created_at'];
+
+/** The endpoints and the deliveries listing: every statement names the account. */
+export function postgresEndpoints(
+  sql: Sql,
+): Omit<
+  WebhookStorage,
+  'claimDeliveries' | 'recordAttempts' | 'disableEndpoint' | 'pruneDeliveries' | 'deliveryBacklog'
+> {
+  return {
+    async createEndpoint(endpoint, maxPerAccount) {
+      return sql.begin(async (tx) => {
+        // Two creates for one account at once queue here, so the count below stays true until commit.
+        await tx`SELECT pg_advisory_xact_lock(${ENDPOINT_LIMIT_LOCK}, hashtext(${endpoint.account}))`;
+        const [{ n }] = await tx<[{ n: number }]>`
+          SELECT count(*)::int AS n FROM webhook_endpoints WHERE account = ${endpoint.account}`;
+        if (n >= maxPerAccount) return false;
+        await tx`
+          INSERT INTO webhook_endpoints (account, id, url, events, description, enabled, secret, created_at)
+          VALUES (${endpoint.account}, ${endpoint.id}, ${endpoint.url}, ${tx.array(endpoint.events)}::text[],
+                  ${endpoint.description}, ${endpoint.enabled}, ${endpoint.secret}, ${endpoint.createdAt})`;
+        return true;
+      });
+    },
+
+    async listEndpoints(account) {
+      const rows = await sql<EndpointRow[]>`
+        SELECT ${sql(ENDPOINT_COLUMNS)} FROM webhook_endpoints WHERE account = ${account} ORDER BY created_at, id`;
+      return rows.map(toEndpoint);
+    },
+
+    async getEndpoint(account, id) {
+      const [row] = await sql<EndpointRow[]>`
+        SELECT ${sql(ENDPOINT_COLUMNS)} FROM webhook_endpoints WHERE account = ${account} AND id = ${id}`;
+      return row ? toEndpoint(row) : null;
+    },
+
+    async updateEndpoint(account, id, changes, reason) {
+      return sql.begin(async (tx) => {
+        const [row] = await tx<EndpointRow[]>`
+          UPDATE webhook_endpoints SET
+            url = coalesce(${changes.url ?? null}, url),
+            events = coalesce(${changes.events ? tx.array(changes.events) : null}::text[], events),
+            description = coalesce(${changes.description ?? null}, description),
+            enabled = coalesce(${changes.enabled ?? null}::boolean, enabled)
+          WHERE account = ${account} AND id = ${id}
+          RETURNING ${tx(ENDPOINT_COLUMNS)}`;
+        if (row === undefined) return null;
+        if (changes.enabled === false) await failPending(tx, account, id, reason);
+        return toEndpoint(row);
+      });
+    },
+
+    async deleteEndpoint(account, id) {
+      return sql.begin(async (tx) => {
+        await tx`DELETE FROM webhook_deliveries WHERE account = ${account} AND endpoint_id = ${id}`;
+        const removed = await tx`DELETE FROM webhook_endpoints WHERE account = ${account} AND id = ${id}`;
+        return removed.count === 1;
+      });
+    },
+
+    async rotateSecret(account, id, secret, previousUntil) {
+      const result = await sql`
+        UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = ${previousUntil}, secret = ${secret}
+        WHERE account = ${account} AND id = ${id}`;
+      return result.count === 1;
+    },
+
+    async listDeliveries(account, endpointId, limit) {
+      const rows = await sql<DeliveryRow<Date>[]>`
+        SELECT event_id, event_type, state, attempts, last_status, last_error, next_attempt_at, created_at
+        FROM webhook_deliveries WHERE account = ${account} AND endpoint_id = ${endpointId}
+        ORDER BY created_at DESC, event_id DESC LIMIT ${limit}`;
+      return rows.map((row) => toDelivery(row, asDate));
+    },
+
+    async requeueFailed(account, endpointId, since, until, now) {
+      const result = await sql`
+        UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ${now},
+          lease_owner = NULL, lease_until = NULL, updated_at = ${now}
+        WHERE account = ${account} AND endpoint_id = ${endpointId} AND state = 'failed'
+          AND created_at >= ${since} ${until === null ? sql`` : sql`AND created_at < ${until}`}`;
+      return result.count;
+    },
+  };
+}

@@ -1,0 +1,125 @@
+import type Database from 'better-sqlite3';
+import type { ClaimShare, WebhookStorage } from '../types/webhooks.js';
+import { toClaimed, type ClaimRow } from '../webhook-rows.js';
+import { firstPerEndpoint } from './claim-share.js';
+import { busyAsJson, notBusy, outboxRows } from './outbox.js';
+import { failPending, msDate } from './webhook-sql.js';
+
+const PRUNE_CHUNK = 1000;
+
+/** The deliverer's side, through its own connection, `deliveries` (see webhooks.ts). */
+export function sqliteDeliveries(
+  deliveries: Database.Database,
+): Pick<
+  WebhookStorage,
+  'claimDeliveries' | 'recordAttempts' | 'disableEndpoint' | 'pruneDeliveries' | 'deliveryBacklog'
+> {
+  const outboxThere = outboxRows(deliveries);
+  // The deliverer's statements, on its own connection.
+  // Due, and not of an endpoint that already has its share of attempts in flight.
+  const due = `d.state = 'pending' AND d.next_attempt_at <= @now AND (d.lease_until IS NULL OR d.lease_until < @now)
+    AND ${notBusy('d')}`;
+  const anyDue = deliveries
+    .prepare(
+      `SELECT 1 FROM webhook_deliveries d JOIN webhook_endpoints e ON e.account = d.account AND e.id = d.endpoint_id
+       WHERE ${due} AND e.enabled = 1 LIMIT 1`,
+    )
+    .pluck();
+  const selectDue = deliveries.prepare(
+    `SELECT d.account, d.endpoint_id, d.event_id, d.event_type, d.payload, d.attempts,
+            e.url, e.secret, e.previous_secret, e.previous_secret_until
+     FROM webhook_deliveries d JOIN webhook_endpoints e ON e.account = d.account AND e.id = d.endpoint_id
+     WHERE ${due} AND e.enabled = 1 ORDER BY d.next_attempt_at LIMIT @window`,
+  );
+  const lease = deliveries.prepare(
+    `UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?
+     WHERE account = ? AND endpoint_id = ? AND event_id = ?`,
+  );
+  const record = deliveries.prepare(
+    `UPDATE webhook_deliveries SET state = @state, attempts = attempts + 1, next_attempt_at = @next,
+       last_status = @status, last_error = @error, lease_owner = NULL, lease_until = NULL, updated_at = @now
+     WHERE account = @account AND endpoint_id = @endpointId AND event_id = @eventId AND lease_owner = @owner`,
+  );
+  const disable = deliveries.prepare('UPDATE webhook_endpoints SET enabled = 0 WHERE account = ? AND id = ?');
+  const failPendingThere = failPending(deliveries);
+  const prune = deliveries.prepare(
+    `DELETE FROM webhook_deliveries WHERE (account, endpoint_id, event_id) IN (
+       SELECT account, endpoint_id, event_id FROM webhook_deliveries
+       WHERE state <> 'pending' AND updated_at < ? LIMIT ${PRUNE_CHUNK})`,
+  );
+  const backlog = deliveries.prepare(
+    "SELECT count(*) AS pending, min(created_at) AS oldest FROM webhook_deliveries WHERE state = 'pending'",
+  );
+
+  // One snapshot too: an event being unpacked is counted once.
+  const readBacklog = deliveries.transaction(() => [
+    backlog.get() as { pending: number; oldest: number | null },
+    outboxThere.backlog(),
+  ]);
+  const claim = deliveries.transaction(
+    (owner: string, now: number, until: number, limit: number, share: ClaimShare, busy: string) => {
+      // As many events as this claim may read come out of the outbox first (events are due at once).
+      outboxThere.unpackOldest(share.window, busy);
+      const due = selectDue.all({ now, busy, window: share.window }) as ClaimRow<number>[];
+      const rows = firstPerEndpoint(due, limit, share.perEndpoint);
+      for (const row of rows) lease.run(owner, until, row.account, row.endpoint_id, row.event_id);
+      return rows;
+    },
+  );
+  // One transaction for many results: each commit writes whole pages to the WAL, and a batch
+  // of results shares its pages instead of writing them again and again.
+  const recordAll = deliveries.transaction(
+    (owner: string, results: Parameters<WebhookStorage['recordAttempts']>[1]) => {
+      const now = Date.now();
+      for (const { key, record: result } of results) {
+        record.run({
+          ...key,
+          owner,
+          state: result.state,
+          next: result.nextAttemptAt?.getTime() ?? null,
+          status: result.lastStatus,
+          error: result.lastError,
+          now,
+        });
+      }
+    },
+  );
+  const disableAndFail = deliveries.transaction((account: string, endpointId: string, reason: string) => {
+    disable.run(account, endpointId);
+    outboxThere.unpackEndpoint(account, endpointId);
+    failPendingThere.run({ account, endpointId, reason, now: Date.now() });
+  });
+
+  return {
+    async claimDeliveries(owner, now, leaseUntil, limit, share) {
+      // A read first, so a poll with nothing it may take (idle, or only endpoints at their share)
+      // never takes the write lock.
+      const busy = busyAsJson(share);
+      if (anyDue.get({ now: now.getTime(), busy }) === undefined && !outboxThere.any(busy)) return [];
+      const rows: ClaimRow<number>[] = claim.immediate(owner, now.getTime(), leaseUntil.getTime(), limit, share, busy);
+      return rows.map((row) => toClaimed(row, msDate));
+    },
+    async recordAttempts(owner, results) {
+      recordAll.immediate(owner, results);
+    },
+    async disableEndpoint(account, endpointId, reason) {
+      disableAndFail.immediate(account, endpointId, reason);
+    },
+    async pruneDeliveries(before) {
+      let removed = 0;
+      for (;;) {
+        const { changes } = prune.run(before.getTime());
+        removed += changes;
+        if (changes < PRUNE_CHUNK) return removed;
+      }
+    },
+    async deliveryBacklog() {
+      const rows = readBacklog();
+      const oldest = rows.map((row) => row.oldest).filter((ms) => ms !== null);
+      return {
+        pending: rows[0]!.pending + rows[1]!.pending,
+        oldestCreatedAt: oldest.length === 0 ? null : new Date(Math.min(...oldest)),
+      };
+    },
+  };
+}

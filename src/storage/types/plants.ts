@@ -1,0 +1,69 @@
+/** The plants as storage keeps them, and what an engine does with them. */
+
+export interface PlantRecord {
+  id: bigint;
+  name: string;
+  tag: string | null;
+}
+
+/** A plant with its revision: a random number drawn anew at each change, the source of its ETag. */
+export interface StoredPlant extends PlantRecord {
+  revision: bigint;
+}
+
+/** Checked against the plant as it is inside the transaction (HTTP's If-Match). */
+export type Precondition = (current: StoredPlant) => boolean;
+
+/**
+ * One write of a group-commit batch. `eventId` names the webhook event the change reports if it
+ * takes effect (the receivers' deduplication key), so it is drawn before the transaction.
+ */
+export type PlantChange =
+  | { kind: 'create'; account: string; plant: StoredPlant; eventId: string }
+  | {
+      kind: 'update';
+      account: string;
+      id: bigint;
+      /** Absent fields stay as they are; `tag: null` removes the tag. */
+      set: { name?: string; tag?: string | null };
+      revision: bigint;
+      precondition?: Precondition;
+      eventId: string;
+    }
+  | { kind: 'delete'; account: string; id: bigint; precondition?: Precondition; eventId: string };
+
+/**
+ * - `applied`: the change took effect; `plant` is the plant as it is now (for a delete, as it was).
+ * - `unchanged`: nothing to do; `plant` is the plant as it is (a create of a taken id, an update
+ *   that changes no field).
+ * - `missing`: the account has no plant with this id. `precondition-failed`: its precondition said no.
+ */
+export type ChangeOutcome =
+  | { status: 'applied'; plant: StoredPlant }
+  | { status: 'unchanged'; plant: StoredPlant }
+  | { status: 'missing' }
+  | { status: 'precondition-failed' };
+
+export interface PlantStorage {
+  /**
+   * Applies every change in order in one transaction (one durable commit), and in the same
+   * transaction queues the webhook deliveries of each change that took effect (the outbox) and
+   * appends its event to the change feed (unless the store was opened with the feed off).
+   * Results are in input order; a change that cannot apply is an outcome, not an error.
+   */
+  applyChanges(changes: PlantChange[]): Promise<ChangeOutcome[]>;
+  getPlant(account: string, id: bigint): Promise<StoredPlant | null>;
+  /** Up to `limit` plants with id > `afterId`, ascending by id. */
+  listPlants(account: string, afterId: bigint | null, limit: number): Promise<PlantRecord[]>;
+  /** Every plant with id > `afterId`, ascending, in chunks, without holding them all in memory. */
+  streamPlants(account: string, afterId: bigint | null): AsyncIterable<PlantRecord[]>;
+
+  /**
+   * A number that moves whenever a commit by another process may have changed the plants; null
+   * when the engine cannot tell cheaply. This process's own commits do not move it: who commits
+   * says which accounts it wrote (PlantService tells its page cache). Read before a read, it stamps
+   * what that read saw: the result stays current, as far as other processes go, for as long as the
+   * number stays the same.
+   */
+  plantsVersion(): number | null;
+}
