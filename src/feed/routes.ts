@@ -44,7 +44,15 @@ export async function feedRoutes(app: FastifyInstance, { storage, cursors, hub }
         response: {
           200: {
             description: 'The stream of events, kept open',
-            content: { 'text/event-stream': { schema: { type: 'string' } } },
+            content: {
+              'text/event-stream': {
+                schema: { type: 'string' },
+                example:
+                  'retry: 1000\nid: AAAAAAAAAAAR7Jx1bVnwWQ\nevent: ready\ndata: {}\n\n' +
+                  'id: AAAAAAAAAAASbd8FmkXd1A\nevent: plant.created\ndata: {"id":9007199254740993,"name":"Fern","tag":"green"}\n\n' +
+                  ': keep-alive\n\n',
+              },
+            },
           },
           ...errorResponses(400, 401, 403, 406, 410, 429, 500, 503),
         },
