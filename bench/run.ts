@@ -30,6 +30,7 @@ import { LOAD_CPU, SERVER_CPU, canPin, describeMachine, fsyncLatency, loadAverag
 import { renderMarkdown, type Results } from './report.js';
 import type { Context, ScenarioResult } from './rounds.js';
 import { authFlood } from './scenarios/auth-flood.js';
+import { feed, pgFeed } from './scenarios/feed.js';
 import { byId, byIdPlants } from './scenarios/by-id.js';
 import { listing, type ListingFigures } from './scenarios/listing.js';
 import { mixed } from './scenarios/mixed.js';
@@ -48,11 +49,13 @@ const SCENARIOS: Record<string, (ctx: Context) => Promise<ScenarioResult>> = {
   post: postSqlite,
   'by-id': byId,
   webhooks,
+  feed,
   'auth-flood': authFlood,
   'slow-disk': slowDisk,
   mixed,
   'pg-get': getPostgres,
   'pg-post': postPostgres,
+  'pg-feed': pgFeed,
   workers,
 };
 
