@@ -145,7 +145,8 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   await app.register(rateLimit, { rateLimit: config.rateLimit, redisUrl: config.redisUrl });
   // The change feed: this process's commits reach its open streams at once (notifyingFeed).
   const cursors = new FeedCursors(await storage.feedKey());
-  const hub = config.eventRetention > 0 ? new FeedHub(storage, cursors, { ...hubSettings(config), log: app.log }) : null;
+  const hub =
+    config.eventRetention > 0 ? new FeedHub(storage, cursors, { ...hubSettings(config), log: app.log }) : null;
   const plantStore = hub === null ? storage : notifyingFeed(storage, hub);
   await app.register(plantRoutes, { plants: new PlantService(plantStore, { groupCommit: config.groupCommit }) });
   await app.register(changeFeed, { storage, cursors, hub, retentionMs: config.eventRetention });

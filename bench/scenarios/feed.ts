@@ -73,7 +73,8 @@ function followers(url: string, token: string) {
 
 async function feedScenario(ctx: Context, store: BenchStore | null, engine: string): Promise<ScenarioResult> {
   const title = `POST /plants with the change feed (${engine})`;
-  if (store === null) return { title, about: '', servers: [], skipped: `PostgreSQL not reachable: ${ctx.postgresError}` };
+  if (store === null)
+    return { title, about: '', servers: [], skipped: `PostgreSQL not reachable: ${ctx.postgresError}` };
   const token = store.tokens.post;
   const load = (): Workload => ({ kind: 'post', token, idBase: nextIdBase() });
   const streams = ['--event-streams-per-account', String(STREAMS), '--event-streams', String(2 * STREAMS)];

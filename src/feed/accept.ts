@@ -29,12 +29,19 @@ export function admitsEventStream(header: string | undefined): boolean {
     .map(parseRange)
     .filter((range): range is Range => range !== null);
   const specificity = (r: Range) =>
-    r.type === 'text' && r.subtype === 'event-stream' ? 3 : r.type === 'text' && r.subtype === '*' ? 2 : r.type === '*' && r.subtype === '*' ? 1 : 0;
+    r.type === 'text' && r.subtype === 'event-stream'
+      ? 3
+      : r.type === 'text' && r.subtype === '*'
+        ? 2
+        : r.type === '*' && r.subtype === '*'
+          ? 1
+          : 0;
   let best: Range | undefined;
   for (const range of ranges) {
     const rank = specificity(range);
     if (rank === 0) continue;
-    if (best === undefined || rank > specificity(best) || (rank === specificity(best) && range.q > best.q)) best = range;
+    if (best === undefined || rank > specificity(best) || (rank === specificity(best) && range.q > best.q))
+      best = range;
   }
   return best !== undefined && best.q > 0;
 }

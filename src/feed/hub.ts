@@ -76,7 +76,8 @@ export class FeedHub {
   open(account: string, position: bigint, response: ServerResponse, recheck: Recheck, expiresAt?: number): EventStream {
     this.admit(account);
     let channel = this.channels.get(account);
-    if (channel === undefined) this.channels.set(account, (channel = new AccountChannel(account, this.storage, position)));
+    if (channel === undefined)
+      this.channels.set(account, (channel = new AccountChannel(account, this.storage, position)));
     const stream = new EventStream(account, position, this.context, response, (ended, reason) =>
       this.forget(ended, reason),
     );
@@ -112,7 +113,8 @@ export class FeedHub {
       if (channel.streams.size === 0) this.channels.delete(stream.account);
     }
     this.rechecks.delete(stream);
-    if (reason !== 'client' && reason !== 'stopping') this.options.log.info({ account: stream.account, reason }, 'change feed ended');
+    if (reason !== 'client' && reason !== 'stopping')
+      this.options.log.info({ account: stream.account, reason }, 'change feed ended');
   }
 
   private forEachStream(work: (stream: EventStream) => void) {

@@ -29,7 +29,9 @@ async function changeFeedPlugin(app: FastifyInstance, { storage, cursors, hub, r
   app.addHook('onReady', async () => {
     hub.start();
     const prune = () =>
-      storage.pruneEvents(new Date(Date.now() - retentionMs)).catch((err) => app.log.warn({ err }, 'pruning events failed'));
+      storage
+        .pruneEvents(new Date(Date.now() - retentionMs))
+        .catch((err) => app.log.warn({ err }, 'pruning events failed'));
     void prune();
     pruner = setInterval(prune, Math.max(1_000, Math.min(PRUNE_EVERY_MS, retentionMs / 2))).unref();
   });

@@ -6,7 +6,7 @@ export const FeedQuery = Type.Object(
     after: Type.Optional(
       Type.String({
         description:
-          'Resume after this cursor (an earlier message\'s id): every later event, then live. Last-Event-ID wins when both are sent.',
+          "Resume after this cursor (an earlier message's id): every later event, then live. Last-Event-ID wins when both are sent.",
       }),
     ),
   },
@@ -18,7 +18,9 @@ export type FeedQuery = Static<typeof FeedQuery>;
 export const FeedHeaders = Type.Object(
   {
     'last-event-id': Type.Optional(
-      Type.String({ description: 'Resume after this cursor: what browsers and SSE libraries send when they reconnect' }),
+      Type.String({
+        description: 'Resume after this cursor: what browsers and SSE libraries send when they reconnect',
+      }),
     ),
   },
   { $id: 'FeedHeaders' },

@@ -14,9 +14,14 @@ export const EXPOSED_HEADERS = [
 ].join(', ');
 
 /** The request headers a client of this API sends beside the CORS-safelisted ones. */
-export const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'Prefer', 'Last-Event-ID'].join(
-  ', ',
-);
+export const ALLOWED_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'If-Match',
+  'If-None-Match',
+  'Prefer',
+  'Last-Event-ID',
+].join(', ');
 
 /** How long a browser may keep a preflight's answer, in seconds. */
 const MAX_AGE = '600';

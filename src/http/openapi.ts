@@ -45,7 +45,8 @@ export const ERRORS = {
     message: 'no such path: /plantz',
   },
   406: {
-    description: 'The change feed answers only text/event-stream, and the Accept header (or its absence) does not admit it.',
+    description:
+      'The change feed answers only text/event-stream, and the Accept header (or its absence) does not admit it.',
     message: 'GET /events answers only text/event-stream: send Accept: text/event-stream',
   },
   408: {

@@ -27,7 +27,13 @@ const preflight = (base: string, path: string, origin: string, method = 'POST', 
   });
 
 describe('--cors-origins: a value that is not an origin is a bad setting', () => {
-  for (const bad of ['https://app.example.com/', 'https://app.example.com/path', 'app.example.com', 'ftp://x.example', '*,https://a.example']) {
+  for (const bad of [
+    'https://app.example.com/',
+    'https://app.example.com/path',
+    'app.example.com',
+    'ftp://x.example',
+    '*,https://a.example',
+  ]) {
     it(`refuses "${bad}" with exit status 2`, () => {
       const result = runCli(['serve', '--port', '0', '--database', 'sqlite::memory:', '--cors-origins', bad]);
       assert.equal(result.status, 2, result.stderr);
@@ -50,7 +56,14 @@ for (const engine of ENGINES) {
   });
 
   describe(`CORS for the listed origins (${engine.name})`, () => {
-    const s = realServer(engine, ['--cors-origins', `${APP},${LOCAL}`, '--rate-limit', '1', '--auth-failure-limit', '1']);
+    const s = realServer(engine, [
+      '--cors-origins',
+      `${APP},${LOCAL}`,
+      '--rate-limit',
+      '1',
+      '--auth-failure-limit',
+      '1',
+    ]);
 
     it('an allowed origin gets Allow-Origin (itself), Vary: Origin and the exposed headers, never credentials', async () => {
       for (const origin of [APP, LOCAL]) {
@@ -60,7 +73,17 @@ for (const engine of ENGINES) {
         assert.equal(reply.headers.get('access-control-allow-origin'), origin);
         assert.match(reply.headers.get('vary') ?? '', /Origin/);
         const exposed = (reply.headers.get('access-control-expose-headers') ?? '').toLowerCase().split(/,\s*/);
-        for (const name of ['etag', 'link', 'location', 'retry-after', 'x-total-count', 'preference-applied', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) {
+        for (const name of [
+          'etag',
+          'link',
+          'location',
+          'retry-after',
+          'x-total-count',
+          'preference-applied',
+          'ratelimit-limit',
+          'ratelimit-remaining',
+          'ratelimit-reset',
+        ]) {
           assert.ok(exposed.includes(name), `exposes ${name}`);
         }
         assert.equal(reply.headers.get('access-control-allow-credentials'), null);

@@ -246,7 +246,11 @@ for (const engine of ENGINES) {
         const theirs = await openFeed(s.url, { token: tokens.other });
         const cursor = (await ready(theirs)).id!;
         theirs.close();
-        assertError(await refused(s.url, s.token, { accept: 'text/event-stream', 'last-event-id': cursor }), 400, /Last-Event-ID/);
+        assertError(
+          await refused(s.url, s.token, { accept: 'text/event-stream', 'last-event-id': cursor }),
+          400,
+          /Last-Event-ID/,
+        );
         assertError(await refused(s.url, s.token, { accept: 'text/event-stream' }, `?after=${cursor}`), 400, /after/);
       });
       it('refuses ?after= given twice', async () => {

@@ -17,7 +17,9 @@ import { EXPECTED, runSteps } from './browser-app/steps.js';
  * is refused. Chromium as in browser.test.ts (skipped outside CI when it is missing, saying why).
  */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const missing = existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM}: install it (apt-get install chromium) or set CHROMIUM_PATH`;
+const missing = existsSync(CHROMIUM)
+  ? false
+  : `no Chromium at ${CHROMIUM}: install it (apt-get install chromium) or set CHROMIUM_PATH`;
 const skip = process.env.CI === 'true' ? false : missing;
 const TIMEOUT = 60_000;
 
@@ -42,13 +44,16 @@ function serveApp(): Promise<{ server: Server; port: number }> {
     }
     if (path.startsWith('/client/')) {
       const source = file(`../../client/dist/${path.slice('/client/'.length)}`);
-      if (existsSync(source)) return response.writeHead(200, { 'content-type': 'text/javascript' }).end(readFileSync(source));
+      if (existsSync(source))
+        return response.writeHead(200, { 'content-type': 'text/javascript' }).end(readFileSync(source));
     }
     const known = FILES[path];
     if (known) return response.writeHead(200, { 'content-type': known[1] }).end(readFileSync(known[0]));
     response.writeHead(404).end();
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as { port: number }).port })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as { port: number }).port })),
+  );
 }
 
 /** The page's script: the built client, the steps, against the API; resolves with their results or the error. */
@@ -104,7 +109,11 @@ describe('the client library in a real browser, through CORS (headless Chromium)
 
   it('a page from an allowed origin creates, lists, pages, updates with If-Match, deletes and follows the feed', async () => {
     const token = createToken(database, 'browser-app').token;
-    const outcome = (await runPage(`http://127.0.0.1:${app.port}`, token)) as { ok: boolean; results?: unknown; error?: string };
+    const outcome = (await runPage(`http://127.0.0.1:${app.port}`, token)) as {
+      ok: boolean;
+      results?: unknown;
+      error?: string;
+    };
     assert.ok(outcome.ok, outcome.error);
     assert.deepEqual(outcome.results, EXPECTED);
   });
@@ -121,8 +130,9 @@ describe('the browser steps themselves, run in Node against a real server', () =
   const s = realServer(sqlite);
   it('give what the browser test expects', async () => {
     const client = new PlantStore({ baseUrl: s.url, token: createToken(s.database, 'steps-in-node').token });
-    const results = JSON.parse(JSON.stringify(await runSteps(client), (_k, v) => (typeof v === 'bigint' ? String(v) : v)));
+    const results = JSON.parse(
+      JSON.stringify(await runSteps(client), (_k, v) => (typeof v === 'bigint' ? String(v) : v)),
+    );
     assert.deepEqual(results, EXPECTED);
   });
 });
-

@@ -77,18 +77,25 @@ for (const engine of ENGINES) {
       const [first] = await feed.take(2);
       feed.close();
       // The first event's cursor still opens while its successor is kept; both go after a second.
-      await until('retention removed them', async () => {
-        const attempt = await openFeed(s.url, { token: s.token, lastEventId: first!.id! });
-        attempt.close();
-        return attempt.status === 410;
-      }, 15_000);
+      await until(
+        'retention removed them',
+        async () => {
+          const attempt = await openFeed(s.url, { token: s.token, lastEventId: first!.id! });
+          attempt.close();
+          return attempt.status === 410;
+        },
+        15_000,
+      );
       const gone = await call(`${s.url}/events`, {
         token: s.token,
         headers: { accept: 'text/event-stream', 'last-event-id': first!.id! },
       });
       assert.equal(gone.status, 410);
       assert.ok(isErrorBody(gone));
-      const old = await call(`${s.url}/events?after=${ready!.id}`, { token: s.token, headers: { accept: 'text/event-stream' } });
+      const old = await call(`${s.url}/events?after=${ready!.id}`, {
+        token: s.token,
+        headers: { accept: 'text/event-stream' },
+      });
       assert.equal(old.status, 410);
       // Without a cursor the feed opens as ever.
       const fresh = await openFeed(s.url, { token: s.token });
@@ -116,56 +123,65 @@ for (const engine of ENGINES) {
 
   describe(`change feed: a reader that stops reading is cut off and loses nothing (${engine.name})`, () => {
     const s = realServer(engine, ['--event-stream-buffer', '4096']);
-    it('closes the stream once its unsent events pass the bound; resuming gets every event', { timeout: 60_000 }, async () => {
-      // A raw client that reads the ready message, then stops reading.
-      const url = new URL(s.url);
-      const socket = connect(Number(url.port), url.hostname);
-      socket.write(`GET /events HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${s.token}\r\nAccept: text/event-stream\r\n\r\n`);
-      let head = '';
-      await until('ready arrived', () => /event: ready/.test(head), 5_000).catch(() => {});
-      socket.on('data', (chunk) => {
-        head += chunk.toString();
-        if (/event: ready\ndata: \{\}\n\n/.test(head)) socket.pause();
-      });
-      await until('ready arrived', () => /event: ready\ndata: \{\}\n\n/.test(head), 5_000);
-      const cursor = /id: (\S+)\nevent: ready/.exec(head)![1]!;
-
-      // Events until the server gives up on the reader: the kernel's socket buffers take the first
-      // megabytes, however large they are on this host.
-      const CHUNK = 1_000;
-      let count = 0;
-      const cut = () => /"reason":"slow-reader"/.test(s.server!.stdout());
-      const store = await openStorage(s.database);
-      try {
-        const name = 'n'.repeat(250);
-        while (!cut() && count < 40 * CHUNK) {
-          const from = count;
-          await insertPlants(
-            store,
-            Array.from({ length: CHUNK }, (_, i) => ({ account: 'default', plant: { id: BigInt(from + i + 1), name, tag: null } })),
-          );
-          count += CHUNK;
-          await until('the chunk reached the stream', () => cut(), 500).catch(() => {});
-        }
-      } finally {
-        await store.close();
-      }
-      await until('the server cut the reader off', cut, 10_000);
-      const COUNT = count;
-      socket.destroy();
-
-      const resumed = await openFeed(s.url, { token: s.token, lastEventId: cursor });
-      try {
-        assert.equal((await resumed.next())?.event, 'ready');
-        const all = await resumed.take(COUNT, 30_000);
-        assert.deepEqual(
-          all.map((m) => JSON.parse(m.data).id),
-          Array.from({ length: COUNT }, (_, i) => i + 1),
+    it(
+      'closes the stream once its unsent events pass the bound; resuming gets every event',
+      { timeout: 60_000 },
+      async () => {
+        // A raw client that reads the ready message, then stops reading.
+        const url = new URL(s.url);
+        const socket = connect(Number(url.port), url.hostname);
+        socket.write(
+          `GET /events HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${s.token}\r\nAccept: text/event-stream\r\n\r\n`,
         );
-      } finally {
-        resumed.close();
-      }
-    });
+        let head = '';
+        await until('ready arrived', () => /event: ready/.test(head), 5_000).catch(() => {});
+        socket.on('data', (chunk) => {
+          head += chunk.toString();
+          if (/event: ready\ndata: \{\}\n\n/.test(head)) socket.pause();
+        });
+        await until('ready arrived', () => /event: ready\ndata: \{\}\n\n/.test(head), 5_000);
+        const cursor = /id: (\S+)\nevent: ready/.exec(head)![1]!;
+
+        // Events until the server gives up on the reader: the kernel's socket buffers take the first
+        // megabytes, however large they are on this host.
+        const CHUNK = 1_000;
+        let count = 0;
+        const cut = () => /"reason":"slow-reader"/.test(s.server!.stdout());
+        const store = await openStorage(s.database);
+        try {
+          const name = 'n'.repeat(250);
+          while (!cut() && count < 40 * CHUNK) {
+            const from = count;
+            await insertPlants(
+              store,
+              Array.from({ length: CHUNK }, (_, i) => ({
+                account: 'default',
+                plant: { id: BigInt(from + i + 1), name, tag: null },
+              })),
+            );
+            count += CHUNK;
+            await until('the chunk reached the stream', () => cut(), 500).catch(() => {});
+          }
+        } finally {
+          await store.close();
+        }
+        await until('the server cut the reader off', cut, 10_000);
+        const COUNT = count;
+        socket.destroy();
+
+        const resumed = await openFeed(s.url, { token: s.token, lastEventId: cursor });
+        try {
+          assert.equal((await resumed.next())?.event, 'ready');
+          const all = await resumed.take(COUNT, 30_000);
+          assert.deepEqual(
+            all.map((m) => JSON.parse(m.data).id),
+            Array.from({ length: COUNT }, (_, i) => i + 1),
+          );
+        } finally {
+          resumed.close();
+        }
+      },
+    );
   });
 
   describe(`change feed: SIGTERM closes open streams at once (${engine.name})`, () => {

@@ -61,7 +61,12 @@ export async function openFeed(base: string, request: FeedRequest = {}): Promise
           buffer = buffer.slice(newline + 1);
           if (line === '') {
             if (current.data !== undefined) {
-              messages.push({ id: current.id, event: current.event ?? 'message', data: current.data, ...(current.retry !== undefined && { retry: current.retry }) });
+              messages.push({
+                id: current.id,
+                event: current.event ?? 'message',
+                data: current.data,
+                ...(current.retry !== undefined && { retry: current.retry }),
+              });
               wake();
             }
             current = {};

@@ -44,9 +44,7 @@ export function sqliteEvents(db: Database.Database, enabled: boolean) {
     .safeIntegers(true)
     .raw(true);
   const remove = db.prepare('DELETE FROM events WHERE account = ? AND seq = ?');
-  const raisePruned = db.prepare(
-    'UPDATE account_events SET pruned_through = max(pruned_through, ?) WHERE account = ?',
-  );
+  const raisePruned = db.prepare('UPDATE account_events SET pruned_through = max(pruned_through, ?) WHERE account = ?');
   const key = db.prepare('SELECT key FROM feed_key WHERE id = 1').pluck();
 
   /** One chunk of old events removed, each account's pruned_through raised with it. */
@@ -73,7 +71,7 @@ export function sqliteEvents(db: Database.Database, enabled: boolean) {
         const now = Date.now();
         const next = new Map<string, bigint>();
         for (const [account, eventId, type, payload] of pending) {
-          const seq = (next.get(account) ?? ((lastSeq.get(account) as bigint | undefined) ?? 0n)) + 1n;
+          const seq = (next.get(account) ?? (lastSeq.get(account) as bigint | undefined) ?? 0n) + 1n;
           next.set(account, seq);
           insert.run(account, seq, eventId, type, payload, now);
         }

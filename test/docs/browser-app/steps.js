@@ -72,11 +72,5 @@ export const EXPECTED = {
   page: ['Fern', 'Cactus', 'Monstera'],
   updateIfMatch: { tag: 'climber', stale: 412 },
   remove: 2,
-  feed: [
-    `plant.created ${BIG}`,
-    'plant.created 2',
-    'plant.created 3',
-    `plant.updated ${BIG}`,
-    'plant.deleted 2',
-  ],
+  feed: [`plant.created ${BIG}`, 'plant.created 2', 'plant.created 3', `plant.updated ${BIG}`, 'plant.deleted 2'],
 };
