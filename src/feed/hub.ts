@@ -34,7 +34,7 @@ export type Recheck = () => Caller | Promise<Caller>;
  */
 export class FeedHub {
   private readonly channels = new Map<string, AccountChannel>();
-  private readonly rechecks = new Map<EventStream, Recheck>();
+  private readonly rechecks = new Map<EventStream, { credential: string; recheck: Recheck }>();
   private total = 0;
   private readonly timers: NodeJS.Timeout[] = [];
   private polling = false;
@@ -73,7 +73,14 @@ export class FeedHub {
   }
 
   /** A new stream of `account` from `position`, subscribed before it reads anything, so no event falls between. */
-  open(account: string, position: bigint, response: ServerResponse, recheck: Recheck, expiresAt?: number): EventStream {
+  /** `credential` (the Authorization header) groups the streams one token check answers for. */
+  open(
+    account: string,
+    position: bigint,
+    response: ServerResponse,
+    token: { credential: string; recheck: Recheck; expiresAt?: number },
+  ): EventStream {
+    const { expiresAt } = token;
     this.admit(account);
     let channel = this.channels.get(account);
     if (channel === undefined)
@@ -82,7 +89,7 @@ export class FeedHub {
       this.forget(ended, reason),
     );
     channel.streams.add(stream);
-    this.rechecks.set(stream, recheck);
+    this.rechecks.set(stream, { credential: token.credential, recheck: token.recheck });
     this.total++;
     feedStreamsOpen.inc();
     if (expiresAt !== undefined) {
@@ -95,7 +102,7 @@ export class FeedHub {
 
   /** This process committed events of these accounts. */
   poke(accounts: Iterable<string>) {
-    for (const account of accounts) void this.channels.get(account)?.refresh();
+    for (const account of accounts) this.channels.get(account)?.soon();
   }
 
   /** SIGTERM: every stream ends at once (clients reconnect elsewhere with their cursor). */
@@ -137,16 +144,22 @@ export class FeedHub {
     }
   }
 
+  /** Each token once per round, however many streams it holds open. */
   private recheckTokens() {
-    for (const [stream, recheck] of this.rechecks) {
-      // Only a refused token ends the stream; a store that does not answer for a moment does not.
-      const refuse = (error: unknown) => error instanceof AuthError && stream.end('token');
-      try {
-        const caller = recheck();
-        if (caller instanceof Promise) caller.catch(refuse);
-      } catch (error) {
-        refuse(error);
+    const verdicts = new Map<string, Promise<boolean>>();
+    for (const [stream, { credential, recheck }] of this.rechecks) {
+      let verdict = verdicts.get(credential);
+      if (verdict === undefined) {
+        // Only a refused token ends streams; a store that does not answer for a moment does not.
+        verdict = Promise.resolve()
+          .then(recheck)
+          .then(
+            () => true,
+            (error: unknown) => !(error instanceof AuthError),
+          );
+        verdicts.set(credential, verdict);
       }
+      void verdict.then((valid) => valid || stream.end('token'));
     }
   }
 }

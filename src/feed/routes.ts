@@ -85,7 +85,11 @@ export async function feedRoutes(app: FastifyInstance, { storage, cursors, hub }
           );
         }
       }
-      const stream = hub.open(account, position, reply.raw, () => app.recheckCaller(request), expiresAt);
+      const stream = hub.open(account, position, reply.raw, {
+        credential: request.headers.authorization ?? '',
+        recheck: () => app.recheckCaller(request),
+        ...(expiresAt !== undefined && { expiresAt }),
+      });
       reply.raw.once('close', () => stream.end('client'));
       stream.start(RETRY_MS);
       void stream.catchUp();

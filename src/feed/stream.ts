@@ -6,6 +6,9 @@ import type { FeedCursors } from './cursor.js';
 /** Events read from storage at a time, when a stream catches up or a channel reads what is new. */
 export const FEED_PAGE = 500;
 
+/** A channel's batch as SSE text, made by the first stream that writes it whole (same account, same cursors). */
+const framedBatches = new WeakMap<FeedEvent[], string>();
+
 /** Why a stream ended, for the log line and the metric. */
 export type EndReason = 'client' | 'slow-reader' | 'token' | 'stopping' | 'retention' | 'error';
 
@@ -63,8 +66,13 @@ export class EventStream {
     }
     const start = events.findIndex((event) => event.seq > this.position);
     if (start === -1) return;
-    if (events[start]!.seq === this.position + 1n) this.write(start === 0 ? events : events.slice(start));
-    else void this.catchUp();
+    if (events[start]!.seq !== this.position + 1n) return void this.catchUp();
+    if (start > 0) return this.write(events.slice(start));
+    // The common case: every stream of the account takes the whole batch, framed once for all.
+    let text = framedBatches.get(events);
+    if (text === undefined) framedBatches.set(events, (text = this.frames(events)));
+    this.position = events[events.length - 1]!.seq;
+    this.send(text);
   }
 
   /** Reads from storage whatever follows `position`, until nothing does. */
@@ -107,14 +115,18 @@ export class EventStream {
     return this.body.readableLength + this.body.writableLength + this.response.writableLength;
   }
 
-  private write(events: FeedEvent[]) {
+  private frames(events: FeedEvent[]): string {
     let text = '';
     for (const event of events) {
       const id = this.context.cursors.encode(this.account, event.seq);
       text += `id: ${id}\nevent: ${event.type}\ndata: ${event.payload}\n\n`;
     }
+    return text;
+  }
+
+  private write(events: FeedEvent[]) {
     this.position = events[events.length - 1]!.seq;
-    this.send(text);
+    this.send(this.frames(events));
   }
 
   /**
