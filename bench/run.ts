@@ -31,6 +31,7 @@ import type { Results } from './report-format.js';
 import { renderMarkdown } from './report.js';
 import type { Context, ScenarioResult } from './rounds.js';
 import { authFlood } from './scenarios/auth-flood.js';
+import { feed, pgFeed } from './scenarios/feed.js';
 import { byId, byIdPlants } from './scenarios/by-id.js';
 import { findingPostgres, findingSqlite } from './scenarios/finding.js';
 import { listing, type ListingFigures } from './scenarios/listing.js';
@@ -51,6 +52,7 @@ const SCENARIOS: Record<string, (ctx: Context) => Promise<ScenarioResult>> = {
   post: postSqlite,
   'by-id': byId,
   webhooks,
+  feed,
   'auth-flood': authFlood,
   'slow-disk': slowDisk,
   mixed,
@@ -60,6 +62,7 @@ const SCENARIOS: Record<string, (ctx: Context) => Promise<ScenarioResult>> = {
   'pg-finding': findingPostgres,
   'pg-bouncer-get': pgbouncerGet,
   'pg-bouncer-post': pgbouncerPost,
+  'pg-feed': pgFeed,
   workers,
 };
 

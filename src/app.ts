@@ -7,6 +7,10 @@ import type { Config } from './config.js';
 import { openApi } from './contract/openapi-document.js';
 import { exactValidatorCompiler } from './contract/validation.js';
 import { errorHandler, frameworkErrorHandler } from './errors.js';
+import { FeedHub } from './feed/hub.js';
+import { notifyingFeed } from './feed/notify.js';
+import { changeFeed, hubSettings } from './feed/plugin.js';
+import { FeedCursors } from './feed/cursor.js';
 import {
   clientErrorHandler,
   noteEarlyAnswer,
@@ -14,6 +18,7 @@ import {
   refuseExpectation,
   requireHostHeader,
 } from './http/client-errors.js';
+import { cors } from './http/cors.js';
 import { parseJsonBody, refuseEncodedBody } from './http/json-body.js';
 import { rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
@@ -124,7 +129,10 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   await app.register(observability, { traceIdOf: tracing?.traceIdOf, destination });
   await app.register(gracefulStop);
   app.addHook('onRequest', requireHostHeader);
-  notFoundOrWrongMethod(app);
+  // Before routing decides: a preflight is answered here, and 404s and 405s carry the CORS headers.
+  let methodsOf: (path: string) => string | null = () => null;
+  cors(app, config.corsOrigins, (path) => methodsOf(path));
+  methodsOf = notFoundOrWrongMethod(app);
   app.addHook('preParsing', refuseEncodedBody);
   app.addHook('onResponse', noteEarlyAnswer);
   await app.register(openApi);
@@ -135,7 +143,13 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
     failureLimit: config.authFailureLimit,
   });
   await app.register(rateLimit, { rateLimit: config.rateLimit, redisUrl: config.redisUrl });
-  await app.register(plantRoutes, { plants: new PlantService(storage, { groupCommit: config.groupCommit }) });
+  // The change feed: this process's commits reach its open streams at once (notifyingFeed).
+  const cursors = new FeedCursors(await storage.feedKey());
+  const hub =
+    config.eventRetention > 0 ? new FeedHub(storage, cursors, { ...hubSettings(config), log: app.log }) : null;
+  const plantStore = hub === null ? storage : notifyingFeed(storage, hub);
+  await app.register(plantRoutes, { plants: new PlantService(plantStore, { groupCommit: config.groupCommit }) });
+  await app.register(changeFeed, { storage, cursors, hub, retentionMs: config.eventRetention });
 
   // Webhooks: the /webhooks API, and the deliverer that sends the outbox off the request path.
   const guard = new AddressGuard(config.webhookAllowPrivate);

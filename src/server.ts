@@ -13,7 +13,11 @@ import { openStorage } from './storage/open.js';
 import type { Storage } from './storage/types.js';
 
 function openConfiguredStorage(config: Config): Promise<Storage> {
-  return openStorage(config.database, { pgPoolMax: config.pgPoolMax, databaseDirectUrl: config.databaseDirectUrl });
+  return openStorage(config.database, {
+    pgPoolMax: config.pgPoolMax,
+    databaseDirectUrl: config.databaseDirectUrl,
+    feed: config.eventRetention > 0,
+  });
 }
 
 /**

@@ -1,3 +1,4 @@
+import { streamEvents, type FeedEvent, type StreamEventsOptions } from './events.js';
 import { toBigInt, type Int64 } from './json.js';
 import { retryPolicy, type RetryPolicy } from './retry.js';
 import { nextLink, Transport, type RequestOptions } from './transport.js';
@@ -19,6 +20,7 @@ import type {
 } from './types.js';
 
 export { PlantStoreError, WebhookVerificationError } from './errors.js';
+export type { FeedEvent, FeedEventType, FeedPlant, StreamEventsOptions } from './events.js';
 export { parseJson, stringifyJson, type Int64 } from './json.js';
 export type { RetryPolicy } from './retry.js';
 export type { RequestOptions } from './transport.js';
@@ -42,16 +44,28 @@ export interface PlantStoreOptions {
 /** A method per operation of the served document, named by its `operationId`. */
 export class PlantStore {
   readonly #http: Transport;
+  readonly #retry: RetryPolicy;
 
   constructor({ baseUrl, token, fetch: fetchImpl, timeoutMs = 30_000, retries }: PlantStoreOptions) {
+    this.#retry = retryPolicy(retries);
     this.#http = new Transport({
       baseUrl,
       token,
       // Bound, since a detached `window.fetch` throws "Illegal invocation" in browsers.
       fetch: fetchImpl ?? globalThis.fetch.bind(globalThis),
       timeoutMs,
-      retry: retryPolicy(retries),
+      retry: this.#retry,
     });
+  }
+
+  /**
+   * The account's changes as they happen (GET /events): `ready` first (hold its cursor), then one
+   * event per change, in commit order; it reconnects by itself with the last cursor. Pass `after`
+   * to resume; end it with `signal` or by leaving the loop. A 410 means the cursor is older than the
+   * server keeps: list again, then follow without `after`.
+   */
+  streamEvents(options: StreamEventsOptions = {}): AsyncGenerator<FeedEvent> {
+    return streamEvents(this.#http, this.#retry, options);
   }
 
   /** Creates a plant; sending the same plant again is a safe retry, so failures are retried. */

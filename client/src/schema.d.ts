@@ -138,6 +138,26 @@ export interface paths {
     patch: operations['updatePlant'];
     trace?: never;
   };
+  '/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Follows the account's changes as they happen (the change feed)
+     * @description Needs the plants:read scope and an Accept header that admits text/event-stream. The caller's account's events as Server-Sent Events, kept open: first `event: ready` (data `{}`) whose `id:` is the cursor the stream continues after, then one message per acknowledged change, in commit order: `id: <cursor>`, `event: plant.created|plant.updated|plant.deleted`, `data: <the webhook body>` (exact int64 id). Resume with Last-Event-ID (or ?after=): every later event once, none skipped, none repeated. A comment line keeps it alive (--event-heartbeat). Tokens are accepted only in the Authorization header.
+     */
+    get: operations['streamEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/webhooks': {
     parameters: {
       query?: never;
@@ -575,6 +595,21 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
+    /** @description The change feed answers only text/event-stream, and the Accept header (or its absence) does not admit it. */
+    Error406: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        /**
+         * @example {
+         *       "error": 406,
+         *       "message": "GET /events answers only text/event-stream: send Accept: text/event-stream"
+         *     }
+         */
+        'application/json': components['schemas']['Error'];
+      };
+    };
     /** @description The request (headers within 10 s, the whole request within 30 s) did not arrive in time. */
     Error408: {
       headers: {
@@ -600,6 +635,21 @@ export interface components {
          * @example {
          *       "error": 409,
          *       "message": "a different plant with id 1 already exists"
+         *     }
+         */
+        'application/json': components['schemas']['Error'];
+      };
+    };
+    /** @description The cursor is older than the events the server keeps (--event-retention): list again, then reopen the feed without a cursor. */
+    Error410: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        /**
+         * @example {
+         *       "error": 410,
+         *       "message": "Last-Event-ID is older than the events this server keeps (--event-retention): list the plants again, then reopen the feed without a cursor"
          *     }
          */
         'application/json': components['schemas']['Error'];
@@ -650,7 +700,7 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description Too many requests for this account; Retry-After says when to try again. */
+    /** @description Too many requests for this account, or (change feed) as many feeds open as the account or the server may have; Retry-After says when to try again. */
     Error429: {
       headers: {
         [name: string]: unknown;
@@ -1153,6 +1203,53 @@ export interface operations {
       412: components['responses']['Error412'];
       413: components['responses']['Error413'];
       415: components['responses']['Error415'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+      default: components['responses']['OtherErrors'];
+    };
+  };
+  streamEvents: {
+    parameters: {
+      query?: {
+        /** @description Resume after this cursor (an earlier message's id): every later event, then live. Last-Event-ID wins when both are sent. */
+        after?: string;
+      };
+      header?: {
+        /** @description Resume after this cursor: what browsers and SSE libraries send when they reconnect */
+        'last-event-id'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The stream of events, kept open */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example retry: 1000
+           *     id: AAAAAAAAAAAR7Jx1bVnwWQ
+           *     event: ready
+           *     data: {}
+           *
+           *     id: AAAAAAAAAAASbd8FmkXd1A
+           *     event: plant.created
+           *     data: {"id":9007199254740993,"name":"Fern","tag":"green"}
+           *
+           *     : keep-alive
+           */
+          'text/event-stream': string;
+        };
+      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      406: components['responses']['Error406'];
+      410: components['responses']['Error410'];
       429: components['responses']['Error429'];
       500: components['responses']['Error500'];
       503: components['responses']['Error503'];

@@ -85,6 +85,18 @@ export class Transport {
     }
   }
 
+  /**
+   * A GET whose answer is a stream (the change feed): the open response on a 2xx, else the typed
+   * error. No timeout (the stream stays open) and no retries here: the caller reconnects.
+   */
+  async openStream(path: string, headers: Record<string, string | undefined>, signal?: AbortSignal): Promise<Response> {
+    const sent = new Headers({ authorization: `Bearer ${this.options.token}` });
+    for (const [name, value] of Object.entries(headers)) if (value !== undefined) sent.set(name, value);
+    const response = await this.options.fetch(this.#base + path, { method: 'GET', headers: sent, signal });
+    if (response.status >= 200 && response.status < 300) return response;
+    throw toError({ status: response.status, headers: response.headers, text: await response.text() }, 1);
+  }
+
   /** One request and its whole body, within `timeoutMs`: a body cut short is a failed attempt too. */
   async #attempt(url: URL, init: RequestInit, signal: AbortSignal | undefined, timeoutMs: number) {
     const timeout = AbortSignal.timeout(timeoutMs);

@@ -17,6 +17,13 @@ declare module 'fastify' {
     /** The scope the route needs: its requests are authenticated and authorized first (one onRequest hook). */
     scope?: Scope;
   }
+  interface FastifyInstance {
+    /**
+     * The request's token checked again now (a long-lived answer, the change feed, asks every
+     * moment): its caller, or a throw or rejection when it has since been revoked or has expired.
+     */
+    recheckCaller(request: FastifyRequest): Caller | Promise<Caller>;
+  }
 }
 
 /**
@@ -62,6 +69,7 @@ async function bearerPlugin(app: FastifyInstance, options: BearerOptions) {
 
   app.decorateRequest('caller', null);
   app.decorateRequest('account', '');
+  app.decorate('recheckCaller', (request: FastifyRequest) => authenticate(request, options, () => true));
   // Callback-style: most requests carry a token checked in the last moment, answered without a promise.
   const requireScope =
     (scope: Scope): onRequestHookHandler =>

@@ -12,6 +12,7 @@ import { ConfigError, type Config } from '../config.js';
 import { HttpError } from '../errors.js';
 import type { Verifier } from './bearer.js';
 import { invalidToken } from './errors.js';
+import type { Caller } from './scopes.js';
 
 /** Asymmetric algorithms only: never `none`, never HMAC (a public key must not double as a secret). */
 export const JWT_ALGORITHMS = [
@@ -134,6 +135,8 @@ export function jwtVerifier(config: Config): Verifier | undefined {
     }
     const account = payload[claim];
     if (typeof account !== 'string' || account === '') throw invalidToken(`the ${claim} claim names no account`);
-    return { account, scopes: new Set(scopesOf(payload)) };
+    const caller: Caller = { account, scopes: new Set(scopesOf(payload)) };
+    if (typeof payload.exp === 'number') caller.expiresAt = (payload.exp + CLOCK_TOLERANCE_SECONDS) * 1000;
+    return caller;
   };
 }

@@ -5,4 +5,6 @@ export type Scope = (typeof SCOPES)[number];
 export interface Caller {
   account: string;
   scopes: ReadonlySet<string>;
+  /** A JWT's last moment of validity (epoch ms, clock tolerance included): open change feeds end then. */
+  expiresAt?: number;
 }

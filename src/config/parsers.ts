@@ -112,3 +112,8 @@ export function logLevel(value: string): LogLevel {
   if (!level) throw new InvalidArgumentError(`expected one of ${LOG_LEVELS.join(', ')}`);
   return level;
 }
+
+/** `0` (off) or a duration from 1 s to a year. */
+export function durationOrOff(value: string): number {
+  return value === '0' ? 0 : durationWithin(1_000, 31_536_000_000, '1s to 365d, or 0 for off')(value);
+}

@@ -1,4 +1,5 @@
 import type { FastifySchemaCompiler } from 'fastify';
+import { FEED_VALIDATORS, FeedHeaders } from '../feed/schemas.js';
 import { PLANT_VALIDATORS } from '../plants/validate.js';
 import { ListHeaders } from '../plants/list-query.js';
 import { IfMatchHeaders, IfNoneMatchHeaders } from '../schemas.js';
@@ -10,7 +11,7 @@ import { WEBHOOK_VALIDATORS } from '../webhooks/validate.js';
  * takes from its schema object, so no name is written twice.
  */
 const EXACT_VALIDATORS = new Map(
-  [...PLANT_VALIDATORS, ...WEBHOOK_VALIDATORS].map(({ schema, validate }) => {
+  [...PLANT_VALIDATORS, ...WEBHOOK_VALIDATORS, ...FEED_VALIDATORS].map(({ schema, validate }) => {
     if (schema.$id === undefined) throw new Error('the schema of an exact validator needs an $id');
     return [schema.$id, validate];
   }),
@@ -22,7 +23,7 @@ const EXACT_VALIDATORS = new Map(
  * keeps a returned value as the request's headers, and from then on every read of
  * `request.headers` copies all of them into a new object.
  */
-const DECLARED_ONLY = new Set([IfMatchHeaders.$id, IfNoneMatchHeaders.$id, ListHeaders.$id]);
+const DECLARED_ONLY = new Set([IfMatchHeaders.$id, IfNoneMatchHeaders.$id, ListHeaders.$id, FeedHeaders.$id]);
 const anything = () => true;
 
 export const exactValidatorCompiler: FastifySchemaCompiler<{ $id?: string }> = ({ schema, url, httpPart }) => {

@@ -48,6 +48,11 @@ export const ERRORS = {
     description: "Not found: nothing with this id in the caller's account (another account's is never visible).",
     message: 'no such path: /plantz',
   },
+  406: {
+    description:
+      'The change feed answers only text/event-stream, and the Accept header (or its absence) does not admit it.',
+    message: 'GET /events answers only text/event-stream: send Accept: text/event-stream',
+  },
   408: {
     description: 'The request (headers within 10 s, the whole request within 30 s) did not arrive in time.',
     message: 'request took too long to arrive',
@@ -59,6 +64,12 @@ export const ERRORS = {
       'endpoint, the account already has 16; ' +
       'for a recover, the endpoint is disabled.',
     message: 'a different plant with id 1 already exists',
+  },
+  410: {
+    description:
+      'The cursor is older than the events the server keeps (--event-retention): list again, then reopen the feed without a cursor.',
+    message:
+      'Last-Event-ID is older than the events this server keeps (--event-retention): list the plants again, then reopen the feed without a cursor',
   },
   412: {
     description: 'If-Match names another version than the current ETag: someone changed it first, and nothing changed.',
@@ -75,7 +86,9 @@ export const ERRORS = {
     message: 'Content-Type must be application/json (or application/*+json)',
   },
   429: {
-    description: 'Too many requests for this account; Retry-After says when to try again.',
+    description:
+      'Too many requests for this account, or (change feed) as many feeds open as the account or the server may have; ' +
+      'Retry-After says when to try again.',
     message: 'too many requests for this account: the limit is 100 per second; retry after 1 second',
   },
   431: { description: 'Request headers larger than 16 KiB.', message: 'request headers are too large' },

@@ -34,7 +34,7 @@ function hasEmptySegment(request: FastifyRequest): boolean {
  * register. The answer is given in onRequest, before any body is read or its type looked at:
  * routing decides first, whatever the body.
  */
-export function notFoundOrWrongMethod(app: FastifyInstance) {
+export function notFoundOrWrongMethod(app: FastifyInstance): (path: string) => string | null {
   const paths: { url: string; pattern: RegExp; methods: Set<string> }[] = [];
   app.addHook('onRoute', (route) => {
     let path = paths.find((p) => p.url === route.url);
@@ -43,13 +43,19 @@ export function notFoundOrWrongMethod(app: FastifyInstance) {
     for (const method of [route.method].flat()) path.methods.add(method);
   });
 
+  /** A path's methods as `Allow` lists them, or null when no route has the path. */
+  const methodsOf = (path: string): string | null => {
+    const known = paths.find((p) => p.pattern.test(path));
+    return known === undefined ? null : [...known.methods].sort(byMethodOrder).join(', ');
+  };
+
   const routingError = (request: FastifyRequest): HttpError => {
     const path = request.url.split('?', 1)[0]!;
     // A path of its own (`/plants/batch`) before a pattern that also matches it (`/plants/:id`).
     const known = paths.find((p) => p.url === path) ?? paths.find((p) => p.pattern.test(path));
     if (known === undefined) return new HttpError(404, `no such path: ${path}`);
     request.metricsRoute = known.url;
-    const allow = [...known.methods].sort(byMethodOrder).join(', ');
+    const allow = methodsOf(path)!;
     return new HttpError(405, `${request.method} is not allowed on ${path}; use ${allow}`, { allow });
   };
 
@@ -68,4 +74,5 @@ export function notFoundOrWrongMethod(app: FastifyInstance) {
   app.setNotFoundHandler(async (request) => {
     throw new HttpError(404, `no such path: ${request.url.split('?', 1)[0]}`);
   });
+  return methodsOf;
 }

@@ -7,11 +7,23 @@ export interface StorageOptions {
   pgPoolMax?: number;
   /** A direct PostgreSQL URL when `databaseUrl` is a transaction-pooling PgBouncer (postgres/index.ts). */
   databaseDirectUrl?: string;
+  /** Whether the change feed's events are written (`--event-retention` above 0); default yes. */
+  feed?: boolean;
+  /**
+   * TESTS ONLY (no setting reaches it): PostgreSQL waits a random time up to this many ms before
+   * and after numbering a transaction's events, so that concurrent commits interleave badly on
+   * purpose (test/feed/commit-order.test.ts). 0, the default, is off.
+   */
+  testCommitDelayMs?: number;
 }
 
 /** The engine is chosen by the URL's scheme; both run their migrations before returning. */
 export async function openStorage(databaseUrl: string, options: StorageOptions = {}): Promise<Storage> {
-  return databaseUrl.startsWith('sqlite:')
-    ? openSqlite(databaseUrl)
-    : openPostgres(databaseUrl, options.pgPoolMax, options.databaseDirectUrl);
+  const feed = options.feed ?? true;
+  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl, feed);
+  return openPostgres(databaseUrl, {
+    poolMax: options.pgPoolMax,
+    directUrl: options.databaseDirectUrl,
+    feed: { feed, testCommitDelayMs: options.testCommitDelayMs ?? 0 },
+  });
 }

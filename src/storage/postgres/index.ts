@@ -1,9 +1,17 @@
 import type { Storage } from '../types.js';
 import { DEFAULT_POOL_MAX, connect, type Sql } from './connection.js';
+import { postgresEvents } from './events.js';
 import { migrate } from './migrations.js';
-import { postgresPlants } from './plants.js';
+import { postgresPlants, type FeedOptions } from './plants.js';
 import { postgresTokens } from './tokens.js';
 import { postgresWebhooks } from './webhooks.js';
+
+export interface PostgresOptions {
+  poolMax?: number | undefined;
+  /** Set when `url` is a transaction-pooling PgBouncer: see openPostgres. */
+  directUrl?: string | undefined;
+  feed?: FeedOptions;
+}
 
 async function migrateOver(directUrl: string | undefined, pool: Sql): Promise<void> {
   if (directUrl === undefined) return migrate(pool);
@@ -20,7 +28,10 @@ async function migrateOver(directUrl: string | undefined, pool: Sql): Promise<vo
  * `directUrl`, `url` is a transaction-pooling PgBouncer: migrations run over one direct connection
  * (closed afterwards), and the pool prepares no statements.
  */
-export async function openPostgres(url: string, poolMax = DEFAULT_POOL_MAX, directUrl?: string): Promise<Storage> {
+export async function openPostgres(
+  url: string,
+  { poolMax = DEFAULT_POOL_MAX, directUrl, feed = { feed: true, testCommitDelayMs: 0 } }: PostgresOptions = {},
+): Promise<Storage> {
   const sql = connect(url, poolMax, { pooled: directUrl !== undefined });
   try {
     await migrateOver(directUrl, sql);
@@ -31,7 +42,8 @@ export async function openPostgres(url: string, poolMax = DEFAULT_POOL_MAX, dire
 
   return {
     engine: 'postgres',
-    ...postgresPlants(sql),
+    ...postgresPlants(sql, feed),
+    ...postgresEvents(sql),
     ...postgresTokens(sql),
     ...postgresWebhooks(sql),
     async ping() {

@@ -70,6 +70,27 @@ const MIGRATIONS: Array<string | ((tx: Tx) => Promise<void>)> = [
    CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (account, endpoint_id, created_at);`,
   // Finding plants: the folded names, the tag and name indexes, the trigram index (search-migration.ts).
   searchMigration,
+  // The change feed (src/feed/): every event of an account, numbered in commit order
+  // (postgres/events.ts), kept for --event-retention; `account_events` holds each account's last
+  // number (its row lock orders the commits) and the last one retention removed. `feed_key` binds
+  // cursors to their account (gen_random_uuid draws from the strong random source).
+  `CREATE TABLE events (
+     account text NOT NULL,
+     seq bigint NOT NULL,
+     event_id text NOT NULL,
+     event_type text NOT NULL,
+     payload text NOT NULL,
+     created_at timestamptz NOT NULL,
+     PRIMARY KEY (account, seq)
+   );
+   CREATE INDEX events_by_age ON events (created_at);
+   CREATE TABLE account_events (
+     account text PRIMARY KEY,
+     last_seq bigint NOT NULL,
+     pruned_through bigint NOT NULL
+   );
+   CREATE TABLE feed_key (id integer PRIMARY KEY CHECK (id = 1), key text NOT NULL);
+   INSERT INTO feed_key VALUES (1, replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));`,
 ];
 
 /** Advisory lock keys are database-wide: this one is ASCII "plant-mi", unlikely to clash with another program's. */

@@ -4,6 +4,7 @@ import { firstConflict, itemsOf, updated } from '../changes.js';
 import type { Storage } from '../types.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, StoredPlant } from '../types/plants.js';
 import type { Sql, Tx } from './connection.js';
+import { appendEvents } from './events.js';
 import { queueEvents, type QueuedEvent } from './outbox.js';
 import { postgresListing } from './plant-listing.js';
 
@@ -15,6 +16,16 @@ type PlantStorage = Pick<
   Storage,
   'applyChanges' | 'getPlant' | 'listPlants' | 'streamPlants' | 'countPlants' | 'plantsVersion'
 >;
+
+/** Writes a transaction's events: to the webhook outbox, then (last) to the change feed. */
+type RecordEvents = (tx: Tx, events: QueuedEvent[]) => Promise<void>;
+
+export interface FeedOptions {
+  /** False (`--event-retention 0`): no change-feed events are written. */
+  feed: boolean;
+  /** Tests only: see appendEvents. */
+  testCommitDelayMs: number;
+}
 
 /** Unambiguous: the id part never contains a space. */
 const keyOf = (account: string, id: bigint) => `${id} ${account}`;
@@ -33,7 +44,7 @@ function firstOfEachKey(creates: Create[]): Create[] {
 }
 
 /** A batch of creates only (the common case) in two statements plus the outbox, whatever its size. */
-async function createAll(tx: Tx, creates: Create[]): Promise<ChangeOutcome[]> {
+async function createAll(tx: Tx, creates: Create[], record: RecordEvents): Promise<ChangeOutcome[]> {
   const firsts = firstOfEachKey(creates);
   const inserted = await tx<{ account: string; id: bigint }[]>`
     INSERT INTO plants (account, id, name, tag, revision, name_folded)
@@ -59,10 +70,18 @@ async function createAll(tx: Tx, creates: Create[]): Promise<ChangeOutcome[]> {
                                                    ${tx.array(taken.map((c) => c.plant.id))}::int8[]))`;
     for (const { account, ...plant } of rows) stored.set(keyOf(account, plant.id), plant);
   }
-  await queueEvents(
+  // Events in the order the creates came (the rows went in sorted by key, for the locks): the feed
+  // reports a batch's changes in the order they were made.
+  const reported = new Set<string>();
+  await record(
     tx,
-    firsts
-      .filter((c) => created.has(keyOf(c.account, c.plant.id)))
+    creates
+      .filter((c) => {
+        const key = keyOf(c.account, c.plant.id);
+        if (!created.has(key) || reported.has(key)) return false;
+        reported.add(key);
+        return true;
+      })
       .map((c) => ({ account: c.account, type: EVENT_OF.create, eventId: c.eventId, plant: c.plant })),
   );
 
@@ -84,16 +103,21 @@ class Conflict extends Error {
  * inside a savepoint: an item that meets another plant under its id rolls all of them back.
  * Comparing after the insert, not before, sees what other instances committed meanwhile.
  */
-async function createMany(tx: Tx, change: CreateMany): Promise<ChangeOutcome> {
+async function createMany(tx: Tx, change: CreateMany, events: QueuedEvent[]): Promise<ChangeOutcome> {
+  // Its events join the transaction's only once the savepoint holds: a rolled-back batch reports nothing.
+  const own: QueuedEvent[] = [];
+  const collect: RecordEvents = async (_tx, batch) => void own.push(...batch);
   try {
-    return await tx.savepoint(async (sp) => {
-      const outcomes = await createAll(sp as Tx, itemsOf(change));
+    const outcome = await tx.savepoint(async (sp) => {
+      const outcomes = await createAll(sp as Tx, itemsOf(change), collect);
       const stored = outcomes.map((outcome) => (outcome as { plant: StoredPlant }).plant);
       const index = firstConflict(change.plants, stored);
       if (index !== -1) throw new Conflict(index);
       const created = outcomes.map((outcome) => outcome.status === 'applied');
       return { status: 'all-applied', plants: stored, created } satisfies ChangeOutcome;
     });
+    events.push(...own);
+    return outcome;
   } catch (error) {
     if (error instanceof Conflict) return { status: 'conflict', index: error.index };
     throw error;
@@ -102,7 +126,7 @@ async function createMany(tx: Tx, change: CreateMany): Promise<ChangeOutcome> {
 
 /** One change of a mixed batch, in order; its event is queued once the batch is done. */
 async function applyOne(tx: Tx, change: PlantChange, events: QueuedEvent[]): Promise<ChangeOutcome> {
-  if (change.kind === 'create-many') return createMany(tx, change);
+  if (change.kind === 'create-many') return createMany(tx, change, events);
   const { account } = change;
   const event = (plant: PlantRecord) =>
     events.push({ account, type: EVENT_OF[change.kind], eventId: change.eventId, plant });
@@ -137,17 +161,21 @@ async function applyOne(tx: Tx, change: PlantChange, events: QueuedEvent[]): Pro
   return { status: 'applied', plant: after };
 }
 
-export function postgresPlants(sql: Sql): PlantStorage {
+export function postgresPlants(sql: Sql, { feed, testCommitDelayMs }: FeedOptions): PlantStorage {
   const listing = postgresListing(sql);
+  const record: RecordEvents = async (tx, events) => {
+    await queueEvents(tx, events);
+    if (feed) await appendEvents(tx, events, testCommitDelayMs);
+  };
 
   return {
     async applyChanges(changes) {
       return sql.begin(async (tx) => {
-        if (changes.every((c): c is Create => c.kind === 'create')) return createAll(tx, changes);
+        if (changes.every((c): c is Create => c.kind === 'create')) return createAll(tx, changes, record);
         const events: QueuedEvent[] = [];
         const outcomes: ChangeOutcome[] = [];
         for (const change of changes) outcomes.push(await applyOne(tx, change, events));
-        await queueEvents(tx, events);
+        await record(tx, events);
         return outcomes;
       });
     },

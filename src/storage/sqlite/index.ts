@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Storage } from '../types.js';
+import { sqliteEvents } from './events.js';
 import { migrate } from './migrations.js';
 import { sqlitePlants } from './plants.js';
 import { sqliteTokens } from './tokens.js';
@@ -11,8 +12,8 @@ export function sqlitePath(url: string): string {
   return url.slice('sqlite:'.length);
 }
 
-/** The embedded store: one file, WAL, every commit fsynced. */
-export function openSqlite(url: string): Storage {
+/** The embedded store: one file, WAL, every commit fsynced. `feed` false: no change-feed events are written. */
+export function openSqlite(url: string, feed = true): Storage {
   const path = sqlitePath(url);
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
@@ -22,6 +23,7 @@ export function openSqlite(url: string): Storage {
   db.pragma('synchronous = FULL');
   migrate(db);
   const ping = db.prepare('SELECT 1');
+  const events = sqliteEvents(db, feed);
   // The webhook deliverer's connection: its commits are not synced one by one (see webhooks.ts).
   const deliveries = path === ':memory:' ? db : new Database(path);
   if (deliveries !== db) {
@@ -31,7 +33,8 @@ export function openSqlite(url: string): Storage {
 
   return {
     engine: 'sqlite',
-    ...sqlitePlants(db),
+    ...sqlitePlants(db, events.feedQueue),
+    ...events.storage,
     ...sqliteTokens(db),
     ...sqliteWebhooks(db, deliveries),
     async ping() {

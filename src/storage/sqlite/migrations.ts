@@ -82,6 +82,26 @@ const MIGRATIONS: Array<string | ((db: Database.Database) => void)> = [
    CREATE INDEX webhook_outbox_by_age ON webhook_outbox (created_at);`,
   // Finding plants: the folded names, the tag and name indexes, the trigram index (search-migration.ts).
   searchMigration,
+  // The change feed (src/feed/): every event of an account, numbered in commit order
+  // (sqlite/events.ts), kept for --event-retention; `account_events` holds each account's last
+  // number and the last one retention removed. `feed_key` binds cursors to their account.
+  `CREATE TABLE events (
+     account TEXT NOT NULL,
+     seq INTEGER NOT NULL,
+     event_id TEXT NOT NULL,
+     event_type TEXT NOT NULL,
+     payload TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     PRIMARY KEY (account, seq)
+   ) WITHOUT ROWID;
+   CREATE INDEX events_by_age ON events (created_at);
+   CREATE TABLE account_events (
+     account TEXT PRIMARY KEY,
+     last_seq INTEGER NOT NULL,
+     pruned_through INTEGER NOT NULL
+   ) WITHOUT ROWID;
+   CREATE TABLE feed_key (id INTEGER PRIMARY KEY CHECK (id = 1), key TEXT NOT NULL);
+   INSERT INTO feed_key VALUES (1, lower(hex(randomblob(32))));`,
 ];
 
 export function migrate(db: Database.Database) {

@@ -5,6 +5,7 @@ import { firstConflict, itemsOf, updated } from '../changes.js';
 import type { PlantListing } from '../plant-query.js';
 import type { Storage } from '../types.js';
 import type { ChangeOutcome, PlantChange, StoredPlant } from '../types/plants.js';
+import { bothQueues } from './events.js';
 import { outbox, type EventQueue } from './outbox.js';
 import { sqlitePlantListing } from './plant-listing.js';
 
@@ -15,7 +16,8 @@ type PlantStorage = Pick<
   'applyChanges' | 'getPlant' | 'listPlants' | 'streamPlants' | 'countPlants' | 'plantsVersion'
 >;
 
-export function sqlitePlants(db: Database.Database): PlantStorage {
+/** `feedQueue` gives each write transaction the change feed's queue (sqlite/events.ts). */
+export function sqlitePlants(db: Database.Database, feedQueue: () => EventQueue): PlantStorage {
   const insert = db.prepare(
     'INSERT INTO plants (account, id, name, tag, revision, name_folded) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
   );
@@ -83,7 +85,7 @@ export function sqlitePlants(db: Database.Database): PlantStorage {
   }
 
   const applyAll = db.transaction((changes: PlantChange[]) => {
-    const events = eventQueue();
+    const events = bothQueues(eventQueue(), feedQueue());
     const outcomes = changes.map((change) => applyOne(change, events));
     events.flush();
     return outcomes;

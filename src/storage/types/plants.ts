@@ -60,7 +60,8 @@ export type ChangeOutcome =
 export interface PlantStorage {
   /**
    * Applies every change in order in one transaction (one durable commit), and in the same
-   * transaction queues the webhook deliveries of each change that took effect (the outbox).
+   * transaction queues the webhook deliveries of each change that took effect (the outbox) and
+   * appends its event to the change feed (unless the store was opened with the feed off).
    * Results are in input order; a change that cannot apply is an outcome, not an error.
    */
   applyChanges(changes: PlantChange[]): Promise<ChangeOutcome[]>;
