@@ -2,8 +2,8 @@
 // (test/docs/browser-cors.test.ts). Plain JavaScript: the page imports it as it is.
 // Each step returns what it saw; a step that fails throws, and the test reports which.
 
-/** The steps, in order. Filters with the count, and batches, join here as steps of their own. */
-export const STEPS = ['create', 'list', 'page', 'updateIfMatch', 'remove', 'feed'];
+/** The steps, in order. */
+export const STEPS = ['create', 'list', 'filterCount', 'page', 'updateIfMatch', 'remove', 'batch', 'feed'];
 
 /** Runs every step with `client` (a PlantStore); resolves with { step: result }. */
 export async function runSteps(client) {
@@ -34,6 +34,10 @@ const STEP = {
     const page = await client.listPlants();
     return page.plants.map((plant) => plant.name);
   },
+  async filterCount(client) {
+    const page = await client.listPlants({ tag: ['dry', 'aroid'], q: 'CAC', count: true });
+    return { names: page.plants.map((plant) => plant.name), total: page.total };
+  },
   async page(client) {
     const names = [];
     for await (const plant of client.plants({ pageSize: 1 })) names.push(plant.name);
@@ -54,9 +58,16 @@ const STEP = {
     await client.deletePlant(2n);
     return (await client.listPlants()).plants.length;
   },
+  async batch(client) {
+    const plants = await client.addPlants([
+      { id: 10n, name: 'Aloe', tag: 'dry' },
+      { id: 11n, name: 'Ivy' },
+    ]);
+    return plants.map((plant) => plant.name);
+  },
   async feed(_client, feed) {
     const seen = [];
-    while (seen.length < 5) {
+    while (seen.length < 7) {
       const { value } = await feed.next();
       seen.push(`${value.type} ${value.plant.id}`);
     }
@@ -69,8 +80,18 @@ export const EXPECTED = {
   ready: 'ready',
   create: 'Cactus',
   list: ['Fern', 'Cactus', 'Monstera'],
+  filterCount: { names: ['Cactus'], total: 1 },
   page: ['Fern', 'Cactus', 'Monstera'],
   updateIfMatch: { tag: 'climber', stale: 412 },
   remove: 2,
-  feed: [`plant.created ${BIG}`, 'plant.created 2', 'plant.created 3', `plant.updated ${BIG}`, 'plant.deleted 2'],
+  batch: ['Aloe', 'Ivy'],
+  feed: [
+    `plant.created ${BIG}`,
+    'plant.created 2',
+    'plant.created 3',
+    `plant.updated ${BIG}`,
+    'plant.deleted 2',
+    'plant.created 10',
+    'plant.created 11',
+  ],
 };
