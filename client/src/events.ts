@@ -65,7 +65,7 @@ export async function* streamEvents(
         if (type === 'ready') yield { type, cursor };
         else yield { type, cursor, plant: toPlant(message.data) };
       }
-    } catch (error) {
+    } catch {
       if (signal?.aborted) throw signal.reason;
       // The connection broke: reconnect below, from the last cursor.
     }

@@ -13,7 +13,12 @@ export function notifyingFeed(storage: Storage, hub: FeedHub): Storage {
     async applyChanges(changes) {
       const outcomes = await storage.applyChanges(changes);
       const accounts = new Set<string>();
-      outcomes.forEach((outcome, i) => outcome.status === 'applied' && accounts.add(changes[i]!.account));
+      // A batch reports events when it stored at least one plant (the rest were replays).
+      outcomes.forEach((outcome, i) => {
+        const reported =
+          outcome.status === 'applied' || (outcome.status === 'all-applied' && outcome.created.includes(true));
+        if (reported) accounts.add(changes[i]!.account);
+      });
       hub.poke(accounts);
       return outcomes;
     },

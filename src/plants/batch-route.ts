@@ -7,8 +7,8 @@ import { LIMITS, NewPlants, Plants } from '../schemas.js';
 import type { PlantService } from './service.js';
 
 /** `POST /plants/batch`: many plants in one request, all or nothing; the rate limit counts it once. */
-export function batchRoute(app: FastifyInstance<any, any, any, any, TypeBoxTypeProvider>, plants: PlantService) {
-  app.post(
+export function batchRoute(fastify: FastifyInstance, plants: PlantService) {
+  fastify.withTypeProvider<TypeBoxTypeProvider>().post(
     '/plants/batch',
     {
       config: { ...ACCOUNT_RATE_LIMITED, scope: 'plants:write' },

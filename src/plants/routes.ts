@@ -3,14 +3,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { requireJsonBody, requireMergePatchBody } from '../http/json-body.js';
 import { errorResponses, NoContent, TAGS } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
-import {
-  IfMatchHeaders,
-  IfNoneMatchHeaders,
-  NewPlant,
-  Plant,
-  PlantIdParams,
-  PlantPatch,
-} from '../schemas.js';
+import { IfMatchHeaders, IfNoneMatchHeaders, NewPlant, Plant, PlantIdParams, PlantPatch } from '../schemas.js';
 import type { StoredPlant } from '../storage/types/plants.js';
 import { etagOf, ifMatch, notModified } from './etag.js';
 import { batchRoute } from './batch-route.js';
@@ -61,7 +54,7 @@ export async function plantRoutes(fastify: FastifyInstance, { plants }: { plants
     },
     async (request) => plants.create(request.account, request.body),
   );
-  batchRoute(app, plants);
+  batchRoute(fastify, plants);
   listRoute(fastify, plants);
 
   app.get(

@@ -83,14 +83,17 @@ export function validateNewPlants(body: unknown): NewPlant[] {
   }
   const plants = body.map((item, i) => validateNewPlant(item, `[${i}]`));
   const seen = new Map<bigint, number>();
-  plants.forEach((plant, i) => {
+  for (const [i, plant] of plants.entries()) {
     const first = seen.get(plant.id);
-    if (first === undefined) return void seen.set(plant.id, i);
+    if (first === undefined) {
+      seen.set(plant.id, i);
+      continue;
+    }
     const earlier = plants[first]!;
     if (earlier.name !== plant.name || earlier.tag !== plant.tag) {
       bad(`[${i}].id repeats the id of [${first}] with a different name or tag`);
     }
-  });
+  }
   return plants;
 }
 

@@ -76,7 +76,7 @@ for (const engine of ENGINES) {
             const pipelined = (lane + round) % 2 === 0;
             const raw = await exchange(port, { first, pipelined });
             const what = `${first.split('\r\n')[0]} (${pipelined ? 'pipelined' : 'after the first answer began'})`;
-            let responses;
+            let responses: ReturnType<typeof parseResponses>;
             try {
               responses = parseResponses(raw);
             } catch (error) {

@@ -41,7 +41,7 @@ async function batchesUntilKilled(server: RunningServer, token: string, killAfte
     while (!killed) {
       const batch = next++;
       inFlight++;
-      let answer;
+      let answer: Awaited<ReturnType<typeof client.request>>;
       try {
         answer = await client.request('POST', '/plants/batch', token, batchBody(batch));
       } catch (error) {

@@ -15,7 +15,7 @@ export async function runSteps(client) {
     try {
       results[step] = await STEP[step](client, feed);
     } catch (error) {
-      throw new Error(`step ${step}: ${error && error.message}`);
+      throw new Error(`step ${step}: ${error?.message}`);
     }
   }
   await feed.return(undefined);
