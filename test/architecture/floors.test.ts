@@ -7,19 +7,20 @@ import { fileURLToPath } from 'node:url';
 /**
  * The rooms of src/ stand on floors, and imports only go down: a file imports from its own room
  * or from a room on a lower floor, never up, and no files import each other in a circle. A room
- * is a folder of src/, or a file at its root. The features (auth, plants, webhooks) share a floor
- * and import nothing of each other. What serves the whole API (the document, the validator
+ * is a folder of src/, or a file at its root. Auth stands under the features (plants, webhooks,
+ * the change feed), which share a floor and import nothing of each other. What serves the whole API (the document, the validator
  * compiler) stands above them in contract/, and only the app assembles it all.
  */
 
 const FLOORS: readonly string[][] = [
-  ['config', 'schemas', 'random-pool'],
+  ['config', 'schemas', 'random-pool', 'version'],
   ['events'],
   ['storage'],
   ['errors'],
   ['http'],
   ['ops'],
-  ['auth', 'plants', 'webhooks'],
+  ['auth'],
+  ['plants', 'webhooks', 'feed'],
   ['contract'],
   ['app'],
   ['server'],
