@@ -27,7 +27,6 @@ export const ListQuery = Type.Object(
     tag: Type.Optional(
       Type.Array(Type.String({ maxLength: LIMITS.textLength }), {
         maxItems: LIMITS.tagFilters,
-        examples: [['aroid']],
         description:
           `Only plants whose tag equals one of these exactly (code points, case matters; an empty value matches ` +
           `the empty tag). Repeat it for several tags, up to ${LIMITS.tagFilters}; each at most ` +
@@ -38,7 +37,6 @@ export const ListQuery = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: LIMITS.textLength,
-        examples: ['monst'],
         description:
           'Only plants whose name contains this text, ignoring case: both are case-folded code point by code ' +
           "point with Unicode's simple case folding (CaseFolding.txt, C and S), then compared by code points; " +

@@ -94,19 +94,24 @@ for (const engine of ENGINES) {
   });
 }
 
-/** The store as it was before the search migration: no folded names, no search indexes. */
+/**
+ * The store as it was before the search migration: no folded names, no search indexes, and none of
+ * the migrations after it (the change feed's tables), which run again.
+ */
 async function undoSearchMigration(engine: string, url: string) {
   if (engine === 'sqlite') {
     const db = new Database(url.slice('sqlite:'.length));
     db.exec(`DROP TRIGGER plants_search_insert; DROP TRIGGER plants_search_update; DROP TRIGGER plants_search_delete;
              DROP TABLE plant_names; DROP TABLE plant_search_keys;
              DROP INDEX plants_by_tag; DROP INDEX plants_by_name;
-             ALTER TABLE plants DROP COLUMN name_folded; PRAGMA user_version = 4;`);
+             ALTER TABLE plants DROP COLUMN name_folded;
+             DROP TABLE events; DROP TABLE account_events; DROP TABLE feed_key; PRAGMA user_version = 4;`);
     db.close();
     return;
   }
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   await sql.unsafe(`ALTER TABLE plants DROP COLUMN name_folded; DROP INDEX plants_by_tag; DROP INDEX plants_by_name;
-                    DELETE FROM schema_migrations WHERE version = 4;`);
+                    DROP TABLE events; DROP TABLE account_events; DROP TABLE feed_key;
+                    DELETE FROM schema_migrations WHERE version >= 4;`);
   await sql.end();
 }
