@@ -703,6 +703,8 @@ export interface components {
     /** @description Too many requests for this account, or (change feed) as many feeds open as the account or the server may have; Retry-After says when to try again. */
     Error429: {
       headers: {
+        /** @description Seconds to wait before trying again */
+        'Retry-After'?: number;
         [name: string]: unknown;
       };
       content: {
@@ -748,6 +750,8 @@ export interface components {
     /** @description Temporarily unavailable (stopping, the store or the identity provider cannot be reached); Retry-After says when to retry. */
     Error503: {
       headers: {
+        /** @description Seconds to wait before trying again */
+        'Retry-After'?: number;
         [name: string]: unknown;
       };
       content: {

@@ -3,7 +3,7 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { sharedSchemas } from '../schemas.js';
 import { docsPage } from './docs-page.js';
-import { ERRORS, OTHER_ERRORS, TAG_DESCRIPTIONS, type ErrorStatus } from '../http/openapi.js';
+import { ERROR_HEADERS, ERRORS, OTHER_ERRORS, TAG_DESCRIPTIONS, type ErrorStatus } from '../http/openapi.js';
 import { X_WEBHOOKS } from '../webhooks/events-document.js';
 import { webhookSchemas } from '../webhooks/schemas.js';
 
@@ -22,6 +22,7 @@ interface Media {
 interface Response {
   $ref?: string;
   description?: string;
+  headers?: object;
   content?: Record<string, Media>;
   links?: Record<string, object>;
 }
@@ -49,8 +50,9 @@ function refBodies({ schema, url }: { schema: FastifySchema; url: string }) {
   return { schema: $id !== undefined && SHARED.has($id) ? { ...schema, body: { $ref: `${$id}#` } } : schema, url };
 }
 
-function errorBody(description: string, example: object): Response {
-  return { description, content: { 'application/json': { schema: { $ref: `${SCHEMAS}Error` }, example } } };
+function errorBody(description: string, example: object, headers?: object): Response {
+  const content = { 'application/json': { schema: { $ref: `${SCHEMAS}Error` }, example } };
+  return { description, ...(headers && { headers }), content };
 }
 
 /** The shared response for an `Error` response of this status, if there is one. */
@@ -58,7 +60,8 @@ function sharedError(status: string): [name: string, response: Response] | undef
   if (status === 'default') return ['OtherErrors', errorBody(OTHER_ERRORS.description, OTHER_ERRORS.example)];
   const code = Number(status);
   const error: { description: string; message: string } | undefined = ERRORS[code as ErrorStatus];
-  return error && [`Error${code}`, errorBody(error.description, { error: code, message: error.message })];
+  const headers = ERROR_HEADERS[code as ErrorStatus];
+  return error && [`Error${code}`, errorBody(error.description, { error: code, message: error.message }, headers)];
 }
 
 /**

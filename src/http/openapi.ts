@@ -106,6 +106,15 @@ export const ERRORS = {
 
 export type ErrorStatus = keyof typeof ERRORS;
 
+/** The header an error of these statuses always carries: documented so that clients know to wait for it. */
+const RETRY_AFTER = {
+  'Retry-After': {
+    description: 'Seconds to wait before trying again',
+    schema: { type: 'integer', minimum: 0 },
+  },
+};
+export const ERROR_HEADERS: Partial<Record<ErrorStatus, object>> = { 429: RETRY_AFTER, 503: RETRY_AFTER };
+
 /** The `default` response of every operation: whatever it does not list, with the same body. */
 export const OTHER_ERRORS = {
   description:

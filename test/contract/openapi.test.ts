@@ -92,6 +92,18 @@ describe('GET /openapi.json and /openapi.yaml: the OpenAPI 3.0.1 document', () =
     });
   });
 
+  describe('declares the Retry-After that a 429 and a 503 carry (the client waits for it)', () => {
+    it('gives Error429 and Error503 a Retry-After header of integer seconds', async () => {
+      const document = (await call(`${s.url}/openapi.json`)).json as {
+        components: { responses: Record<string, { headers?: Record<string, { schema?: { type?: string } }> }> };
+      };
+      for (const name of ['Error429', 'Error503']) {
+        const header = document.components.responses[name]?.headers?.['Retry-After'];
+        assert.equal(header?.schema?.type, 'integer', name);
+      }
+    });
+  });
+
   describe('GET /docs is an interactive reference served by the package itself', () => {
     it('references only local scripts and styles, and serves them', async () => {
       const page = await call(`${s.url}/docs/`);
