@@ -886,17 +886,9 @@ export interface operations {
         limit?: number;
         /** @description Opaque position from a rel="next" Link header; do not build it yourself. It carries the filters and order it was made for: sent with others, or altered, it is a 400. */
         cursor?: string;
-        /**
-         * @description Only plants whose tag equals one of these exactly (code points, case matters; an empty value matches the empty tag). Repeat it for several tags, up to 16; each at most 256 characters. Plants without a tag never match.
-         * @example [
-         *       "aroid"
-         *     ]
-         */
+        /** @description Only plants whose tag equals one of these exactly (code points, case matters; an empty value matches the empty tag). Repeat it for several tags, up to 16; each at most 256 characters. Plants without a tag never match. */
         tag?: string[];
-        /**
-         * @description Only plants whose name contains this text, ignoring case: both are case-folded code point by code point with Unicode's simple case folding (CaseFolding.txt, C and S), then compared by code points; nothing else is normalised. 1 to 256 characters, no U+0000; % _ * and \ are plain characters.
-         * @example monst
-         */
+        /** @description Only plants whose name contains this text, ignoring case: both are case-folded code point by code point with Unicode's simple case folding (CaseFolding.txt, C and S), then compared by code points; nothing else is normalised. 1 to 256 characters, no U+0000; % _ * and \ are plain characters. */
         q?: string;
         /** @description id (ascending id, the default), -id (descending id), name (ascending by the code points of the name, ties by ascending id), -name (the exact reverse of name). */
         sort?: 'id' | '-id' | 'name' | '-name';
