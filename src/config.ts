@@ -1,9 +1,7 @@
-import { corsOrigins } from './config/cors-origins.js';
+import { feedSettings } from './config/feed-settings.js';
 import {
   databaseUrl,
   postgresUrl,
-  durationOrOff,
-  durationWithin,
   httpUrl,
   integer,
   LOG_LEVELS,
@@ -11,12 +9,12 @@ import {
   onOff,
   publicKeyFile,
   redisUrl,
-  retrySchedule,
   text,
   trustProxy,
   type LogLevel,
 } from './config/parsers.js';
 import { defaultOf, type SettingSpec } from './config/setting.js';
+import { webhookSettings } from './config/webhook-settings.js';
 
 export { BAD_SETTING_EXIT, ConfigError } from './config/errors.js';
 export type { LogLevel } from './config/parsers.js';
@@ -138,84 +136,9 @@ export const serverSettings = {
     parse: integer(0, 3_600_000),
   },
   // Webhooks (src/webhooks/): delivery timing, concurrency, retention, and the SSRF guard's one exception.
-  webhookTimeout: {
-    flag: '--webhook-timeout <duration>',
-    env: 'WEBHOOK_TIMEOUT',
-    help: 'how long a webhook receiver has to answer 2xx before the attempt counts as failed',
-    defaultText: '10s',
-    parse: durationWithin(1_000, 300_000, '1s to 5m'),
-  },
-  webhookRetrySchedule: {
-    flag: '--webhook-retry-schedule <list>',
-    env: 'WEBHOOK_RETRY_SCHEDULE',
-    help: 'comma-separated waits before each retry of a webhook delivery (each +-20% jitter); then it fails',
-    defaultText: '5s,5m,30m,2h,5h,10h,10h',
-    parse: retrySchedule,
-  },
-  webhookConcurrency: {
-    flag: '--webhook-concurrency <n>',
-    env: 'WEBHOOK_CONCURRENCY',
-    help: 'webhook deliveries in flight at once, per process (one endpoint: at most a quarter of them)',
-    default: 16,
-    parse: integer(1, 1_000),
-  },
-  webhookRetention: {
-    flag: '--webhook-retention <duration>',
-    env: 'WEBHOOK_RETENTION',
-    help: 'delivered and failed webhook events are removed this long after they settled',
-    defaultText: '7d',
-    parse: durationWithin(1_000, 31_536_000_000, '1s to 365d'),
-  },
-  webhookAllowPrivate: {
-    flag: '--webhook-allow-private [on|off]',
-    env: 'WEBHOOK_ALLOW_PRIVATE',
-    help: 'development and tests only: let webhooks go to http:// URLs and loopback, private or link-local addresses',
-    defaultText: 'off',
-    parse: onOff,
-  },
+  ...webhookSettings,
   // The change feed (src/feed/) and browsers (src/http/cors.ts).
-  eventRetention: {
-    flag: '--event-retention <duration>',
-    env: 'EVENT_RETENTION',
-    help: 'how long the change feed (GET /events) keeps events for clients that resume; 0 turns the feed off',
-    defaultText: '7d',
-    parse: durationOrOff,
-  },
-  eventHeartbeat: {
-    flag: '--event-heartbeat <duration>',
-    env: 'EVENT_HEARTBEAT',
-    help: 'a comment line on every open change feed this often, so proxies and clients see it alive',
-    defaultText: '15s',
-    parse: durationWithin(1_000, 50_000, '1s to 50s'),
-  },
-  eventStreamsPerAccount: {
-    flag: '--event-streams-per-account <n>',
-    env: 'EVENT_STREAMS_PER_ACCOUNT',
-    help: 'change feeds one account may have open in one process; the next gets 429',
-    default: 16,
-    parse: integer(1, 100_000),
-  },
-  eventStreams: {
-    flag: '--event-streams <n>',
-    env: 'EVENT_STREAMS',
-    help: 'change feeds open in one process, all accounts together; the next gets 429',
-    default: 4_096,
-    parse: integer(1, 1_000_000),
-  },
-  eventStreamBuffer: {
-    flag: '--event-stream-buffer <bytes>',
-    env: 'EVENT_STREAM_BUFFER',
-    help: 'a change feed whose client stops reading is closed once this much waits unsent (it resumes with its cursor)',
-    default: 1_048_576,
-    parse: integer(4_096, 1_073_741_824),
-  },
-  corsOrigins: {
-    flag: '--cors-origins <list>',
-    env: 'CORS_ORIGINS',
-    help: 'browser origins allowed to call the API: comma-separated origins (https://app.example.com) or *; none by default',
-    default: [] as string[],
-    parse: corsOrigins,
-  },
+  ...feedSettings,
   logLevel: {
     flag: '--log-level <level>',
     env: 'LOG_LEVEL',
