@@ -81,8 +81,10 @@ fastify.post(
   async (request, reply) => {
     const plant = request.body as { id: number; name: string; tag?: string };
     const tag = plant.tag ?? null;
+    // The store's schema wants the searchable copy of the name; the peer stores the name as it is.
     const inserted = await sql`
-      INSERT INTO plants (account, id, name, tag) VALUES (${request.account}, ${plant.id}, ${plant.name}, ${tag})
+      INSERT INTO plants (account, id, name, tag, name_folded)
+      VALUES (${request.account}, ${plant.id}, ${plant.name}, ${tag}, ${plant.name})
       ON CONFLICT (account, id) DO NOTHING RETURNING id`;
     if (inserted.length === 1) return shown({ name: plant.name, tag });
     const [stored] = await sql<PlantRow[]>`
