@@ -1,4 +1,5 @@
 import type { FeedStorage } from '../storage/types/feed.js';
+import { SerialRead } from './serial-read.js';
 import { FEED_PAGE, type EventStream } from './stream.js';
 
 /**
@@ -15,8 +16,10 @@ const GATHER_MS = 15;
 
 export class AccountChannel {
   readonly streams = new Set<EventStream>();
-  private reading = false;
-  private again = false;
+  private readonly reads = new SerialRead(
+    () => this.readNew(),
+    () => this.streams.size > 0,
+  );
   private gathering: NodeJS.Timeout | undefined;
 
   constructor(
@@ -36,26 +39,20 @@ export class AccountChannel {
 
   /** Reads the events after `head` and offers them to every stream; concurrent calls fold into one more read. */
   async refresh(): Promise<void> {
-    if (this.reading) {
-      this.again = true;
-      return;
-    }
-    this.reading = true;
     try {
-      do {
-        this.again = false;
-        for (;;) {
-          const events = await this.storage.feedEvents(this.account, this.head, FEED_PAGE);
-          if (events.length === 0) break;
-          this.head = events[events.length - 1]!.seq;
-          for (const stream of this.streams) stream.offer(events);
-          if (events.length < FEED_PAGE) break;
-        }
-      } while (this.again && this.streams.size > 0);
+      await this.reads.run();
     } catch {
       // The store did not answer: the next poll or commit reads again, from the same head.
-    } finally {
-      this.reading = false;
+    }
+  }
+
+  private async readNew(): Promise<boolean> {
+    for (;;) {
+      const events = await this.storage.feedEvents(this.account, this.head, FEED_PAGE);
+      if (events.length === 0) return true;
+      this.head = events[events.length - 1]!.seq;
+      for (const stream of this.streams) stream.offer(events);
+      if (events.length < FEED_PAGE) return true;
     }
   }
 }

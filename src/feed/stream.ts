@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
 import type { FeedEvent, FeedStorage } from '../storage/types/feed.js';
 import type { FeedCursors } from './cursor.js';
+import { SerialRead } from './serial-read.js';
 
 /** Events read from storage at a time, when a stream catches up or a channel reads what is new. */
 export const FEED_PAGE = 500;
@@ -31,8 +32,10 @@ export interface StreamContext {
  */
 export class EventStream {
   readonly body = new PassThrough();
-  private reading = false;
-  private again = false;
+  private readonly reads = new SerialRead(
+    () => this.readOwn(),
+    () => !this.ended,
+  );
   private ended = false;
 
   constructor(
@@ -60,10 +63,8 @@ export class EventStream {
   /** New events of the account, read once for all its streams. */
   offer(events: FeedEvent[]) {
     if (this.ended) return;
-    if (this.reading) {
-      this.again = true;
-      return;
-    }
+    // Catching up: the read that runs now takes these too (one more run after it).
+    if (this.reads.running) return void this.reads.run();
     const start = events.findIndex((event) => event.seq > this.position);
     if (start === -1) return;
     if (events[start]!.seq !== this.position + 1n) return void this.catchUp();
@@ -78,28 +79,26 @@ export class EventStream {
   /** Reads from storage whatever follows `position`, until nothing does. */
   async catchUp(): Promise<void> {
     if (this.ended) return;
-    if (this.reading) {
-      this.again = true;
-      return;
-    }
-    this.reading = true;
     try {
-      do {
-        this.again = false;
-        for (;;) {
-          const events = await this.context.storage.feedEvents(this.account, this.position, FEED_PAGE);
-          if (this.ended || events.length === 0) break;
-          // A gap: retention removed events this stream had not sent. It ends; its cursor now gets 410.
-          if (events[0]!.seq !== this.position + 1n) return this.end('retention');
-          this.write(events);
-          if (this.ended || !(await this.drained())) return;
-          if (events.length < FEED_PAGE) break;
-        }
-      } while (this.again && !this.ended);
+      await this.reads.run();
     } catch {
       this.end('error');
-    } finally {
-      this.reading = false;
+    }
+  }
+
+  /** One run of catchUp: false when the stream ended or its reader fell behind (no further run). */
+  private async readOwn(): Promise<boolean> {
+    for (;;) {
+      const events = await this.context.storage.feedEvents(this.account, this.position, FEED_PAGE);
+      if (this.ended || events.length === 0) return true;
+      // A gap: retention removed events this stream had not sent. It ends; its cursor now gets 410.
+      if (events[0]!.seq !== this.position + 1n) {
+        this.end('retention');
+        return false;
+      }
+      this.write(events);
+      if (this.ended || !(await this.drained())) return false;
+      if (events.length < FEED_PAGE) return true;
     }
   }
 
