@@ -51,7 +51,7 @@ export const COPY_TABLES: CopyTable[] = [
   {
     name: 'plants',
     key: ['id'],
-    // name_folded travels with the name: the destination's triggers index it as it comes (migration 5).
+    // name_folded travels with the name: the destination indexes it as it comes (sqlite/search-index.ts).
     columns: { account: 'text', id: 'int64', name: 'text', tag: 'text', revision: 'int64', name_folded: 'text' },
   },
   {

@@ -74,6 +74,34 @@ for (const engine of ENGINES) {
       });
     });
 
+    it('follows renames and deletes: a new name is found, an old or deleted one is not', async () => {
+      await withFreshStore(engine, async (url) => {
+        const storage = await openStorage(url);
+        const change = (kind: 'update' | 'delete', id: bigint, name?: string) =>
+          storage.applyChanges([
+            kind === 'update'
+              ? { kind, account: 'big', id, set: { name }, revision: 2n, eventId: 'msg_rename' }
+              : { kind, account: 'big', id, eventId: 'msg_delete' },
+          ]);
+        const found = async (text: string) => (await storage.listPlants('big', listing(text), 21)).map((p) => p.id);
+        try {
+          await seed(storage, 'big');
+          await change('update', 2_950n, 'Thistle Ѯ');
+          assert.deepEqual(await found('thistle ѯ'), [2_950n]);
+          await change('update', 2_950n, 'Plain again');
+          assert.deepEqual(await found('thistle'), []);
+          assert.deepEqual(await found('plain again'), [2_950n]);
+          await change('delete', BigInt(RARE_AT));
+          assert.deepEqual(await found('néedle'), []);
+          await insertPlants(storage, [{ account: 'big', plant: { id: BigInt(RARE_AT), name: 'Needle anew', tag: null } }]);
+          assert.deepEqual(await found('NEEDLE'), [BigInt(RARE_AT)]);
+          assert.equal(await storage.countPlants('big', { tags: null, text: 'needle' }), 1);
+        } finally {
+          await storage.close();
+        }
+      });
+    });
+
     it('the migration folds and indexes the names stored before it', async () => {
       await withFreshStore(engine, async (url) => {
         let storage = await openStorage(url);
@@ -101,8 +129,7 @@ for (const engine of ENGINES) {
 async function undoSearchMigration(engine: string, url: string) {
   if (engine === 'sqlite') {
     const db = new Database(url.slice('sqlite:'.length));
-    db.exec(`DROP TRIGGER plants_search_insert; DROP TRIGGER plants_search_update; DROP TRIGGER plants_search_delete;
-             DROP TABLE plant_names; DROP TABLE plant_search_keys;
+    db.exec(`DROP TABLE plant_names; DROP TABLE plant_search_keys;
              DROP INDEX plants_by_tag; DROP INDEX plants_by_name;
              ALTER TABLE plants DROP COLUMN name_folded;
              DROP TABLE events; DROP TABLE account_events; DROP TABLE feed_key; PRAGMA user_version = 4;`);

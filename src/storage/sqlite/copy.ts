@@ -16,6 +16,7 @@ import {
 import { sqlitePath } from './index.js';
 import { migrate } from './migrations.js';
 import { outboxRows } from './outbox.js';
+import { searchIndex } from './search-index.js';
 
 /** SQLite keeps times as epoch ms, booleans as 0/1 and word lists as one space-separated string. */
 function toSqlite(kind: ColumnKind, value: Value): unknown {
@@ -50,6 +51,7 @@ export function sqliteCopyStore(url: string, { create }: { create: boolean }): C
   // Pending deliveries are copied from webhook_deliveries: the events still packed in the outbox go there first.
   db.transaction(() => outboxRows(db).unpackAll()).immediate();
 
+  const search = searchIndex(db);
   const statements = new Map<string, Database.Statement>();
   const prepare = (text: string) => {
     let statement = statements.get(text);
@@ -116,9 +118,12 @@ export function sqliteCopyStore(url: string, { create }: { create: boolean }): C
       const insertAll = db.transaction(() => {
         let inserted = 0;
         for (const row of rows) {
-          inserted += insert.run(
-            ...columns.map((column) => toSqlite(table.columns[column]!, row[column] ?? null)),
-          ).changes;
+          const { changes } = insert.run(...columns.map((column) => toSqlite(table.columns[column]!, row[column] ?? null)));
+          // Plants are found by name through the trigram index, which their writer keeps (search-index.ts).
+          if (changes > 0 && table.name === 'plants') {
+            search.add(row.account as string, row.id as bigint, row.name_folded as string);
+          }
+          inserted += changes;
         }
         const last = rows[rows.length - 1];
         if (last) reached.run(table.name, account, encodeKey(table.key.map((column) => last[column] ?? null)));

@@ -102,6 +102,10 @@ const MIGRATIONS: Array<string | ((db: Database.Database) => void)> = [
    ) WITHOUT ROWID;
    CREATE TABLE feed_key (id INTEGER PRIMARY KEY CHECK (id = 1), key TEXT NOT NULL);
    INSERT INTO feed_key VALUES (1, lower(hex(randomblob(32))));`,
+  // The trigram index is written by the code that writes plants (search-index.ts says why), not by triggers.
+  `DROP TRIGGER plants_search_insert;
+   DROP TRIGGER plants_search_update;
+   DROP TRIGGER plants_search_delete;`,
 ];
 
 export function migrate(db: Database.Database) {

@@ -8,6 +8,7 @@ import type { ChangeOutcome, PlantChange, StoredPlant } from '../types/plants.js
 import { bothQueues } from './events.js';
 import { outbox, type EventQueue } from './outbox.js';
 import { sqlitePlantListing } from './plant-listing.js';
+import { searchIndex } from './search-index.js';
 
 const STREAM_CHUNK_ROWS = 1000;
 
@@ -24,6 +25,7 @@ export function sqlitePlants(db: Database.Database, feedQueue: () => EventQueue)
   const selectOne = db
     .prepare('SELECT id, name, tag, revision FROM plants WHERE account = ? AND id = ?')
     .safeIntegers(true);
+  const search = searchIndex(db);
   const update = db.prepare(
     'UPDATE plants SET name = ?, tag = ?, revision = ?, name_folded = ? WHERE account = ? AND id = ?',
   );
@@ -44,9 +46,11 @@ export function sqlitePlants(db: Database.Database, feedQueue: () => EventQueue)
     const { account } = change;
     if (change.kind === 'create') {
       const { plant } = change;
-      if (insert.run(account, plant.id, plant.name, plant.tag, plant.revision, foldCase(plant.name)).changes === 0) {
+      const folded = foldCase(plant.name);
+      if (insert.run(account, plant.id, plant.name, plant.tag, plant.revision, folded).changes === 0) {
         return { status: 'unchanged', plant: current(account, plant.id)! };
       }
+      search.add(account, plant.id, folded);
       events.queue(account, EVENT_OF.create, change.eventId, plant);
       return { status: 'applied', plant };
     }
@@ -56,12 +60,15 @@ export function sqlitePlants(db: Database.Database, feedQueue: () => EventQueue)
     if (change.precondition && !change.precondition(before)) return { status: 'precondition-failed' };
     if (change.kind === 'delete') {
       remove.run(account, change.id);
+      search.remove(account, change.id);
       events.queue(account, EVENT_OF.delete, change.eventId, before);
       return { status: 'applied', plant: before };
     }
     const after = updated(before, change);
     if (after === null) return { status: 'unchanged', plant: before };
-    update.run(after.name, after.tag, after.revision, foldCase(after.name), account, after.id);
+    const folded = foldCase(after.name);
+    update.run(after.name, after.tag, after.revision, folded, account, after.id);
+    if (after.name !== before.name) search.rename(account, after.id, foldCase(before.name), folded);
     events.queue(account, EVENT_OF.update, change.eventId, after);
     return { status: 'applied', plant: after };
   }

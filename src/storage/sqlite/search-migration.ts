@@ -10,8 +10,9 @@ import { foldCase } from '../case-fold.js';
  *   (BINARY collation on UTF-8 text is code point order).
  * - `plant_names`: an FTS5 `trigram` index of the folded names, case-sensitive (the names are
  *   folded already; its own folding would only widen the candidates). FTS5 needs an integer rowid
- *   and `plants` is keyed by (account, id), so `plant_search_keys` gives each plant one, and
- *   triggers keep both in step with every write to `plants`, whoever makes it (the API, the copy).
+ *   and `plants` is keyed by (account, id), so `plant_search_keys` gives each plant one. The
+ *   triggers made here kept both in step with every write to `plants` until migration 7 replaced
+ *   them with search-index.ts.
  */
 export function searchMigration(db: Database.Database): void {
   db.function('plant_store_fold_case', { deterministic: true }, (name: unknown) => foldCase(String(name)));
