@@ -93,7 +93,9 @@ for (const engine of ENGINES) {
           assert.deepEqual(await found('plain again'), [2_950n]);
           await change('delete', BigInt(RARE_AT));
           assert.deepEqual(await found('néedle'), []);
-          await insertPlants(storage, [{ account: 'big', plant: { id: BigInt(RARE_AT), name: 'Needle anew', tag: null } }]);
+          await insertPlants(storage, [
+            { account: 'big', plant: { id: BigInt(RARE_AT), name: 'Needle anew', tag: null } },
+          ]);
           assert.deepEqual(await found('NEEDLE'), [BigInt(RARE_AT)]);
           assert.equal(await storage.countPlants('big', { tags: null, text: 'needle' }), 1);
         } finally {

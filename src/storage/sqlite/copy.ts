@@ -118,7 +118,9 @@ export function sqliteCopyStore(url: string, { create }: { create: boolean }): C
       const insertAll = db.transaction(() => {
         let inserted = 0;
         for (const row of rows) {
-          const { changes } = insert.run(...columns.map((column) => toSqlite(table.columns[column]!, row[column] ?? null)));
+          const { changes } = insert.run(
+            ...columns.map((column) => toSqlite(table.columns[column]!, row[column] ?? null)),
+          );
           // Plants are found by name through the trigram index, which their writer keeps (search-index.ts).
           if (changes > 0 && table.name === 'plants') {
             search.add(row.account as string, row.id as bigint, row.name_folded as string);
