@@ -29,7 +29,11 @@ export interface Sizes {
 
 export interface BenchStore {
   engine: 'sqlite' | 'postgres';
-  tokens: { get: string; post: string; list: string; byId: string; find: string };
+  /**
+   * `followed`: the account of the change feed's 1,000 open streams (scenarios/feed.ts), posted to by
+   * nothing else, so that those streams never take events of another server's run.
+   */
+  tokens: { get: string; post: string; list: string; byId: string; find: string; followed: string };
   /** One token per mixed account, in account order (mixedAccount(i)). */
   mixedTokens: string[];
   /** The same tokens, one a line, for the load script. */
@@ -87,6 +91,7 @@ async function seed(storage: Storage, scratch: string, prefix: string, sizes: Si
     list: (await issueToken(storage, 'bench-list')).secret,
     byId: (await issueToken(storage, 'bench-by-id')).secret,
     find: (await issueToken(storage, FIND_ACCOUNT)).secret,
+    followed: (await issueToken(storage, 'bench-followed')).secret,
   };
   await seedAccount(storage, FIND_ACCOUNT, sizes.findPlants ?? 0, 1, findPlant);
   await seedAccount(storage, 'bench-get', sizes.getPlants);
