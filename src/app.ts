@@ -148,7 +148,9 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   const hub =
     config.eventRetention > 0 ? new FeedHub(storage, cursors, { ...hubSettings(config), log: app.log }) : null;
   const plantStore = hub === null ? storage : notifyingFeed(storage, hub);
-  await app.register(plantRoutes, { plants: new PlantService(plantStore, { groupCommit: config.groupCommit }) });
+  await app.register(plantRoutes, {
+    plants: new PlantService(plantStore, { groupCommit: config.groupCommit, pageCacheBytes: config.pageCacheBytes }),
+  });
   await app.register(changeFeed, { storage, cursors, hub, retentionMs: config.eventRetention });
 
   // Webhooks: the /webhooks API, and the deliverer that sends the outbox off the request path.

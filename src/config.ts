@@ -128,6 +128,13 @@ export const serverSettings = {
     default: false as boolean | string,
     parse: trustProxy,
   },
+  pageCacheBytes: {
+    flag: '--page-cache-bytes <bytes>',
+    env: 'PAGE_CACHE_BYTES',
+    help: 'memory the page cache of GET /plants may hold (SQLite); 0: none, every page is read from the store',
+    default: 32 * 1024 * 1024,
+    parse: integer(0, 2 ** 40),
+  },
   shutdownTimeout: {
     flag: '--shutdown-timeout <ms>',
     env: 'SHUTDOWN_TIMEOUT',

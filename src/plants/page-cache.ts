@@ -2,13 +2,6 @@ import { pageCacheLookups } from '../ops/metrics.js';
 import type { Plant } from '../schemas.js';
 import type { Page } from './page.js';
 
-/**
- * What the cache may hold, in bytes as `pageCost` reckons them: an upper bound of what its pages take
- * in memory, the route's JSON text of each page included, whatever their names and tags. A bound in
- * plants would have to assume the longest names and tags, and so would hold a small fraction of the
- * ordinary pages a mixed load asks again (figures in bench/analysis.md).
- */
-export const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
 /** Per page and per plant: the objects, the array slot, the map entry and key, the JSON punctuation. */
 const PAGE_OVERHEAD_BYTES = 256;
 const PLANT_OVERHEAD_BYTES = 128;
@@ -42,14 +35,25 @@ interface Entry {
  *
  * A page read from the store is kept only if neither happened to its account while it was read:
  * the reader takes `commitsSoFar()` and the version before reading and hands both to `set`.
- * Entries are keyed by account first: one account's page is never another's. The oldest entries
- * go first when the cache is full.
+ * Entries are keyed by account first: one account's page is never another's. Any listing of an
+ * account (its filters, order and cursor: `?tag=`, `?q=`, `?sort=`) changes only when the account's
+ * plants do, so the same two rules keep every listing's pages exact. The oldest entries go first
+ * when the cache is full.
  */
 export class PageCache {
+  /**
+   * `maxBytes` (`--page-cache-bytes`): what the cache may hold, in bytes as `pageCost` reckons them:
+   * an upper bound of what its pages take in memory, the route's JSON text of each page included,
+   * whatever their names and tags. A bound in plants would have to assume the longest names and
+   * tags, and so would hold a small fraction of the ordinary pages a mixed load asks again
+   * (figures in bench/analysis.md).
+   */
+  constructor(private readonly maxBytes: number) {}
+
   private version: number | null = null;
   private readonly pages = new Map<string, Entry>();
   private readonly keysByAccount = new Map<string, Set<string>>();
-  /** The cost of every page held (see PAGE_CACHE_BYTES). */
+  /** The cost of every page held (see maxBytes). */
   private bytes = 0;
   /** This process's commits so far, and the number of the last one that wrote each account. */
   private ownCommits = 0;
@@ -57,14 +61,15 @@ export class PageCache {
   /** Reads that began before this commit number are refused: `committedAt` was cleared since. */
   private forgottenBefore = 0;
 
-  get(version: number, account: string, after: bigint | null, limit: number): Page | undefined {
+  /** `listing`: one string per distinct filter, order and position (CachedPages makes it). */
+  get(version: number, account: string, listing: string, limit: number): Page | undefined {
     if (version !== this.version) {
       this.clear();
       this.version = version;
       misses.inc();
       return undefined;
     }
-    const page = this.pages.get(key(account, after, limit))?.page;
+    const page = this.pages.get(key(account, listing, limit))?.page;
     (page === undefined ? misses : hits).inc();
     return page;
   }
@@ -78,14 +83,15 @@ export class PageCache {
    * Keeps `page`, read at `version` after `commitsSoFar()` returned `since`, unless the store has
    * moved on for this account since or the page is too large; true when kept.
    */
-  set(version: number, since: number, account: string, after: bigint | null, limit: number, page: Page): boolean {
+  set(version: number, since: number, account: string, listing: string, limit: number, page: Page): boolean {
     if (version !== this.version || page.plants.length > MAX_PAGE_PLANTS) return false;
-    if (since < this.forgottenBefore || (this.committedAt.get(account) ?? -1) > since) return false;
-    const pageKey = key(account, after, limit);
-    this.remove(pageKey);
     const bytes = pageCost(page);
+    if (bytes > this.maxBytes) return false;
+    if (since < this.forgottenBefore || (this.committedAt.get(account) ?? -1) > since) return false;
+    const pageKey = key(account, listing, limit);
+    this.remove(pageKey);
     for (const oldest of this.pages.keys()) {
-      if (this.bytes + bytes <= PAGE_CACHE_BYTES) break;
+      if (this.bytes + bytes <= this.maxBytes) break;
       this.remove(oldest);
     }
     this.pages.set(pageKey, { account, page, bytes });
@@ -126,7 +132,7 @@ export class PageCache {
   }
 }
 
-/** What a page counts against PAGE_CACHE_BYTES; an empty page counts too, so pages past the end cannot fill memory. */
+/** What a page counts against the bound (maxBytes); an empty page counts too, so pages past the end cannot fill memory. */
 export function pageCost(page: Page): number {
   let bytes = PAGE_OVERHEAD_BYTES;
   for (const plant of page.plants) bytes += plantCost(plant);
@@ -138,6 +144,6 @@ function plantCost(plant: Plant): number {
 }
 
 /** The account's length first, so no account name can be mistaken for another's prefix. */
-function key(account: string, after: bigint | null, limit: number): string {
-  return `${account.length}:${account}:${after ?? ''}:${limit}`;
+function key(account: string, listing: string, limit: number): string {
+  return `${account.length}:${account}:${limit}:${listing}`;
 }

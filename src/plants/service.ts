@@ -8,7 +8,7 @@ import { groupCommit } from '../storage/group-commit.js';
 import type { PlantFilter, PlantListing, PlantOrder } from '../storage/plant-query.js';
 import type { Storage } from '../storage/types.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, Precondition, StoredPlant } from '../storage/types/plants.js';
-import { decodeCursor, encodeCursor, type ListingShape } from './cursor.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
 import { newRevision } from './etag.js';
 import { CachedPages } from './cached-pages.js';
 import type { Page } from './page.js';
@@ -22,11 +22,6 @@ export interface ListRequest {
 }
 
 const NO_FILTER: PlantFilter = { tags: null, text: null };
-
-/** The whole account in id order: the listing the page cache serves. */
-function isPlainListing(shape: ListingShape): boolean {
-  return shape.order === 'id' && shape.filter.tags === null && shape.filter.text === null;
-}
 
 function listingOf(request: ListRequest): PlantListing {
   const shape = { filter: request.filter, order: request.order };
@@ -76,9 +71,9 @@ export class PlantService {
 
   constructor(
     private readonly storage: Storage,
-    options: { groupCommit: boolean },
+    options: { groupCommit: boolean; pageCacheBytes: number },
   ) {
-    this.pages = CachedPages.of(() => storage.plantsVersion());
+    this.pages = CachedPages.of(() => storage.plantsVersion(), options.pageCacheBytes);
     // Own commits drop only the pages of the accounts they wrote (see CachedPages).
     const pages = this.pages;
     this.write = groupCommit(storage, {
@@ -161,9 +156,8 @@ export class PlantService {
     const listing = listingOf(request);
     if (limit === 0) return { plants: [], next: null, shared: false };
     const load = () => this.readPage(account, listing, limit);
-    // Only the plain listing is cached: its pages are what the cache's rules keep exact.
-    if (this.pages === null || !isPlainListing(listing)) return load();
-    return this.pages.page(account, listing.after?.id ?? null, limit, load);
+    if (this.pages === null) return load();
+    return this.pages.page(account, listing, limit, load);
   }
 
   private async readPage(account: string, listing: PlantListing, limit: number): Promise<Page> {

@@ -2,50 +2,55 @@ import assert from 'node:assert/strict';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { after, before, describe, it } from 'node:test';
-import { PAGE_CACHE_BYTES, PageCache, pageCost } from '../../src/plants/page-cache.js';
+import { DEFAULTS } from '../../src/config.js';
+import { PageCache, pageCost } from '../../src/plants/page-cache.js';
 import type { Page } from '../../src/plants/page.js';
 import { testApp, type TestApp } from '../helpers/app.js';
 import { sqlite } from '../helpers/engines.js';
+
+const PAGE_CACHE_BYTES = DEFAULTS.pageCacheBytes;
 
 const page = (...names: string[]): Page => ({ plants: names.map((name) => ({ name })), next: null, shared: true });
 
 describe('the page cache answers only what the store would answer now', () => {
   it('serves a page again while the store version stays the same', () => {
-    const cache = new PageCache();
-    assert.equal(cache.get(1, 'a', null, 10), undefined);
+    const cache = new PageCache(PAGE_CACHE_BYTES);
+    assert.equal(cache.get(1, 'a', 'plain', 10), undefined);
     const first = page('Fern');
-    assert.equal(cache.set(1, 0, 'a', null, 10, first), true, 'kept');
-    assert.equal(cache.get(1, 'a', null, 10), first);
+    assert.equal(cache.set(1, 0, 'a', 'plain', 10, first), true, 'kept');
+    assert.equal(cache.get(1, 'a', 'plain', 10), first);
   });
 
   it('drops every page, of every account, once the version moves (a commit by another process)', () => {
-    const cache = new PageCache();
-    cache.get(1, 'a', null, 10);
-    cache.set(1, 0, 'a', null, 10, page('Fern'));
-    cache.set(1, 0, 'b', null, 10, page('Moss'));
-    assert.equal(cache.get(2, 'a', null, 10), undefined);
-    assert.equal(cache.get(2, 'a', null, 10), undefined, 'nothing of version 1 comes back');
-    assert.equal(cache.get(2, 'b', null, 10), undefined, 'nor of any other account');
+    const cache = new PageCache(PAGE_CACHE_BYTES);
+    cache.get(1, 'a', 'plain', 10);
+    cache.set(1, 0, 'a', 'plain', 10, page('Fern'));
+    cache.set(1, 0, 'b', 'plain', 10, page('Moss'));
+    assert.equal(cache.get(2, 'a', 'plain', 10), undefined);
+    assert.equal(cache.get(2, 'a', 'plain', 10), undefined, 'nothing of version 1 comes back');
+    assert.equal(cache.get(2, 'b', 'plain', 10), undefined, 'nor of any other account');
   });
 
   it('keeps nothing read at a version older than the current one', () => {
-    const cache = new PageCache();
-    cache.get(2, 'a', null, 10);
-    assert.equal(cache.set(1, 0, 'a', null, 10, page('stale')), false, 'not kept');
-    assert.equal(cache.get(2, 'a', null, 10), undefined);
+    const cache = new PageCache(PAGE_CACHE_BYTES);
+    cache.get(2, 'a', 'plain', 10);
+    assert.equal(cache.set(1, 0, 'a', 'plain', 10, page('stale')), false, 'not kept');
+    assert.equal(cache.get(2, 'a', 'plain', 10), undefined);
   });
 
-  it('keys pages by account, cursor and limit, with no account mistaken for another', () => {
-    const cache = new PageCache();
-    cache.get(1, '', null, 0);
-    const pages: [string, bigint | null, number][] = [
-      ['a', null, 10],
-      ['a:', null, 10],
-      ['a', 1n, 10],
-      ['a', 11n, 0],
-      ['a', null, 1],
-      ['1:a', null, 10],
-      ['a:1', 0n, 10],
+  it('keys pages by account, listing and limit, with no account or listing mistaken for another', () => {
+    const cache = new PageCache(PAGE_CACHE_BYTES);
+    cache.get(1, '', 'plain', 0);
+    const pages: [string, string, number][] = [
+      ['a', 'plain', 10],
+      ['a:', 'plain', 10],
+      ['a', 'after 1', 10],
+      ['a', 'after 11', 0],
+      ['a', 'plain', 1],
+      ['1:a', 'plain', 10],
+      ['a:1', 'after 0', 10],
+      ['a', '10:plain', 1],
+      ['a', 'tag t', 10],
     ];
     for (const [i, [account, after, limit]] of pages.entries())
       cache.set(1, 0, account, after, limit, page(`plant ${i}`));
@@ -55,13 +60,13 @@ describe('the page cache answers only what the store would answer now', () => {
   });
 
   it(`holds at most ${PAGE_CACHE_BYTES} bytes of pages, dropping the oldest pages first`, () => {
-    const cache = new PageCache();
-    cache.get(1, 'a', null, 0);
+    const cache = new PageCache(PAGE_CACHE_BYTES);
+    cache.get(1, 'a', 'plain', 0);
     const thousand = (tag: string) => page(...Array.from({ length: 1_000 }, (_, i) => `${tag}${i}`.padEnd(256, '~')));
     const fitting = Math.floor(PAGE_CACHE_BYTES / pageCost(thousand('p0')));
-    for (let i = 0; i <= fitting; i++) cache.set(1, 0, 'a', BigInt(i), 1_000, thousand(`p${i}`));
-    assert.equal(cache.get(1, 'a', 0n, 1_000), undefined, 'the oldest page made room');
-    for (let i = 1; i <= fitting; i++) assert.ok(cache.get(1, 'a', BigInt(i), 1_000), `page ${i} kept`);
+    for (let i = 0; i <= fitting; i++) cache.set(1, 0, 'a', `after ${i}`, 1_000, thousand(`p${i}`));
+    assert.equal(cache.get(1, 'a', 'after 0', 1_000), undefined, 'the oldest page made room');
+    for (let i = 1; i <= fitting; i++) assert.ok(cache.get(1, 'a', `after ${i}`, 1_000), `page ${i} kept`);
   });
 
   it('counts what a page holds: long names and tags count more than short ones', () => {
@@ -86,78 +91,85 @@ describe('the page cache answers only what the store would answer now', () => {
     });
     gc();
     const before = process.memoryUsage().heapUsed;
-    const cache = new PageCache();
-    cache.get(1, 'a', null, 0);
+    const cache = new PageCache(PAGE_CACHE_BYTES);
+    cache.get(1, 'a', 'plain', 0);
     const bodies = new WeakMap<Page, string>();
     const tried = 2 * Math.ceil(PAGE_CACHE_BYTES / pageCost(costliest(0)));
     for (let i = 0; i < tried; i++) {
       const held = costliest(i);
-      if (cache.set(1, 0, 'a', BigInt(i), 1_000, held)) bodies.set(held, JSON.stringify(held.plants));
+      if (cache.set(1, 0, 'a', `after ${i}`, 1_000, held)) bodies.set(held, JSON.stringify(held.plants));
     }
     gc();
     const grown = process.memoryUsage().heapUsed - before;
     assert.ok(grown <= PAGE_CACHE_BYTES, `the heap grew by ${grown} bytes`);
-    assert.ok(cache.get(1, 'a', BigInt(tried - 1), 1_000), 'the last page is held');
+    assert.ok(cache.get(1, 'a', `after ${tried - 1}`, 1_000), 'the last page is held');
   });
 
   it('counts an empty page too, so pages past the end cannot fill memory', () => {
-    const cache = new PageCache();
-    cache.get(1, 'a', null, 0);
+    const cache = new PageCache(PAGE_CACHE_BYTES);
+    cache.get(1, 'a', 'plain', 0);
     const fitting = Math.floor(PAGE_CACHE_BYTES / pageCost(page()));
-    for (let i = 0; i <= fitting; i++) cache.set(1, 0, 'a', BigInt(i), 10, page());
-    assert.equal(cache.get(1, 'a', 0n, 10), undefined, 'the oldest empty page made room');
-    assert.deepEqual(cache.get(1, 'a', BigInt(fitting), 10), page());
+    for (let i = 0; i <= fitting; i++) cache.set(1, 0, 'a', `after ${i}`, 10, page());
+    assert.equal(cache.get(1, 'a', 'after 0', 10), undefined, 'the oldest empty page made room');
+    assert.deepEqual(cache.get(1, 'a', `after ${fitting}`, 10), page());
   });
 
   it('counts a page stored again under the same key once', () => {
-    const cache = new PageCache();
-    cache.get(1, 'a', null, 0);
+    const cache = new PageCache(PAGE_CACHE_BYTES);
+    cache.get(1, 'a', 'plain', 0);
     const thousand = page(...Array.from({ length: 1_000 }, (_, i) => `p${i}`));
     const fitting = Math.floor(PAGE_CACHE_BYTES / pageCost(thousand));
-    for (let i = 0; i < 10; i++) cache.set(1, 0, 'a', null, 1_000, thousand);
-    for (let i = 1; i < fitting; i++) cache.set(1, 0, 'b', BigInt(i), 1_000, thousand);
-    assert.equal(cache.get(1, 'a', null, 1_000), thousand, 'as many pages as fit once: nothing evicted');
+    for (let i = 0; i < 10; i++) cache.set(1, 0, 'a', 'plain', 1_000, thousand);
+    for (let i = 1; i < fitting; i++) cache.set(1, 0, 'b', `after ${i}`, 1_000, thousand);
+    assert.equal(cache.get(1, 'a', 'plain', 1_000), thousand, 'as many pages as fit once: nothing evicted');
   });
 
   it('does not keep a page of more than 1,000 plants', () => {
-    const cache = new PageCache();
-    cache.get(1, 'a', null, 0);
-    assert.equal(cache.set(1, 0, 'a', null, 1_001, page(...Array.from({ length: 1_001 }, (_, i) => `p${i}`))), false);
-    assert.equal(cache.get(1, 'a', null, 1_001), undefined);
+    const cache = new PageCache(PAGE_CACHE_BYTES);
+    cache.get(1, 'a', 'plain', 0);
+    assert.equal(
+      cache.set(1, 0, 'a', 'plain', 1_001, page(...Array.from({ length: 1_001 }, (_, i) => `p${i}`))),
+      false,
+    );
+    assert.equal(cache.get(1, 'a', 'plain', 1_001), undefined);
   });
 });
 
 describe('a commit by this process drops only the pages of the accounts it wrote', () => {
   it('keeps the pages of every other account', () => {
-    const cache = new PageCache();
-    cache.get(1, 'a', null, 0);
-    for (const account of ['a', 'b', 'c']) cache.set(1, 0, account, null, 10, page(`${account} plant`));
-    cache.set(1, 0, 'a', 5n, 10, page('a later plant'));
+    const cache = new PageCache(PAGE_CACHE_BYTES);
+    cache.get(1, 'a', 'plain', 0);
+    for (const account of ['a', 'b', 'c']) cache.set(1, 0, account, 'plain', 10, page(`${account} plant`));
+    cache.set(1, 0, 'a', 'after 5', 10, page('a later plant'));
     cache.noteOwnCommit(['a', 'c']);
-    assert.equal(cache.get(1, 'a', null, 10), undefined, "a's first page is gone");
-    assert.equal(cache.get(1, 'a', 5n, 10), undefined, "a's later page is gone");
-    assert.equal(cache.get(1, 'c', null, 10), undefined, "c's page is gone");
-    assert.deepEqual(cache.get(1, 'b', null, 10), page('b plant'), "b's page stays");
+    assert.equal(cache.get(1, 'a', 'plain', 10), undefined, "a's first page is gone");
+    assert.equal(cache.get(1, 'a', 'after 5', 10), undefined, "a's later page is gone");
+    assert.equal(cache.get(1, 'c', 'plain', 10), undefined, "c's page is gone");
+    assert.deepEqual(cache.get(1, 'b', 'plain', 10), page('b plant'), "b's page stays");
   });
 
   it('does not keep a page read while its account committed, and keeps one of another account', () => {
-    const cache = new PageCache();
-    cache.get(1, 'a', null, 0);
+    const cache = new PageCache(PAGE_CACHE_BYTES);
+    cache.get(1, 'a', 'plain', 0);
     const since = cache.commitsSoFar();
     cache.noteOwnCommit(['a']);
-    assert.equal(cache.set(1, since, 'a', null, 10, page('read before the commit')), false, 'not kept');
-    assert.equal(cache.get(1, 'a', null, 10), undefined);
-    assert.equal(cache.set(1, since, 'b', null, 10, page('b plant')), true, "b's page is kept");
-    assert.equal(cache.set(1, cache.commitsSoFar(), 'a', null, 10, page('read after')), true, 'a later read is kept');
+    assert.equal(cache.set(1, since, 'a', 'plain', 10, page('read before the commit')), false, 'not kept');
+    assert.equal(cache.get(1, 'a', 'plain', 10), undefined);
+    assert.equal(cache.set(1, since, 'b', 'plain', 10, page('b plant')), true, "b's page is kept");
+    assert.equal(
+      cache.set(1, cache.commitsSoFar(), 'a', 'plain', 10, page('read after')),
+      true,
+      'a later read is kept',
+    );
   });
 
   it('refuses every read begun before it forgot which accounts committed (past 10,000 accounts)', () => {
-    const cache = new PageCache();
-    cache.get(1, 'a', null, 0);
+    const cache = new PageCache(PAGE_CACHE_BYTES);
+    cache.get(1, 'a', 'plain', 0);
     const since = cache.commitsSoFar();
     for (let i = 0; i <= 10_000; i++) cache.noteOwnCommit([`account ${i}`]);
-    assert.equal(cache.set(1, since, 'never committed', null, 10, page('old read')), false, 'not kept');
-    assert.equal(cache.set(1, cache.commitsSoFar(), 'never committed', null, 10, page('new read')), true);
+    assert.equal(cache.set(1, since, 'never committed', 'plain', 10, page('old read')), false, 'not kept');
+    assert.equal(cache.set(1, cache.commitsSoFar(), 'never committed', 'plain', 10, page('new read')), true);
   });
 });
 
@@ -183,9 +195,9 @@ describe('the page cache through the API: a create by one account leaves the oth
     assert.equal(reply.statusCode, 200);
   }
 
-  async function firstPage(account: string): Promise<string[]> {
+  async function firstPage(account: string, query = ''): Promise<string[]> {
     const reply = await t.app.inject({
-      url: '/plants?limit=10',
+      url: `/plants?limit=10${query}`,
       headers: { authorization: `Bearer ${tokens[account]}` },
     });
     assert.equal(reply.statusCode, 200);
@@ -219,5 +231,99 @@ describe('the page cache through the API: a create by one account leaves the oth
       'the new plant, at once',
     );
     assert.deepEqual(await lookups(), { hit: start.hit + 2, miss: start.miss + 1 }, "the writer's page was read again");
+  });
+});
+
+describe('the page cache serves filtered, searched and sorted listings too, exact to the store', () => {
+  let t: TestApp;
+  let token: string;
+  before(async () => {
+    t = await testApp(sqlite);
+    token = await t.token('gardener');
+    for (const [id, name, tag] of [
+      [1, 'Blue Fern', 'shade'],
+      [2, 'Aloe', 'sun'],
+      [3, 'Cactus fern', 'sun'],
+    ] as const) {
+      await send('POST', '/plants', { id, name, tag });
+    }
+  });
+  after(() => t.close());
+
+  async function send(method: 'POST' | 'PATCH' | 'DELETE', url: string, body?: object) {
+    const reply = await t.app.inject({
+      method,
+      url,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      ...(body && { payload: JSON.stringify(body) }),
+    });
+    assert.ok(reply.statusCode < 300, `${method} ${url}: ${reply.statusCode} ${reply.body}`);
+  }
+
+  async function names(query: string): Promise<string[]> {
+    const reply = await t.app.inject({
+      url: `/plants?limit=10&${query}`,
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(reply.statusCode, 200);
+    return (reply.json() as { name: string }[]).map((plant) => plant.name);
+  }
+
+  async function hits(): Promise<number> {
+    const text = (await t.app.inject({ url: '/metrics' })).body;
+    return Number(/^plant_store_page_cache_lookups_total\{result="hit"\} (\d+)$/m.exec(text)?.[1]);
+  }
+
+  const LISTINGS = ['tag=sun', 'q=FERN', 'sort=-name', 'tag=sun&sort=name&q=c'];
+
+  it('answers the same listing again from memory, each listing its own page', async () => {
+    const first = await Promise.all(LISTINGS.map((query) => names(query)));
+    assert.deepEqual(first, [
+      ['Aloe', 'Cactus fern'],
+      ['Blue Fern', 'Cactus fern'],
+      ['Cactus fern', 'Blue Fern', 'Aloe'],
+      ['Cactus fern'],
+    ]);
+    const before = await hits();
+    for (const [i, query] of LISTINGS.entries()) assert.deepEqual(await names(query), first[i], query);
+    assert.equal(await hits(), before + LISTINGS.length, 'every listing served again is a hit');
+  });
+
+  it('shows a create, a rename and a delete in every listing at once', async () => {
+    await Promise.all(LISTINGS.map((query) => names(query)));
+    await send('POST', '/plants', { id: 4, name: 'Sun fern', tag: 'sun' });
+    assert.deepEqual(await names('tag=sun'), ['Aloe', 'Cactus fern', 'Sun fern']);
+    assert.deepEqual(await names('q=FERN'), ['Blue Fern', 'Cactus fern', 'Sun fern']);
+    await send('PATCH', '/plants/3', { name: 'Cactus' });
+    assert.deepEqual(await names('q=FERN'), ['Blue Fern', 'Sun fern']);
+    assert.deepEqual(await names('sort=-name'), ['Sun fern', 'Cactus', 'Blue Fern', 'Aloe']);
+    await send('DELETE', '/plants/2');
+    assert.deepEqual(await names('tag=sun'), ['Cactus', 'Sun fern']);
+    assert.deepEqual(await names('tag=sun&sort=name&q=c'), ['Cactus']);
+  });
+});
+
+describe('--page-cache-bytes 0 keeps no page: every listing is read from the store', () => {
+  it('counts no lookup however often a page is asked', async () => {
+    const t = await testApp(sqlite, { pageCacheBytes: 0 });
+    try {
+      const token = await t.token('gardener');
+      const lookups = async () =>
+        [
+          ...(await t.app.inject({ url: '/metrics' })).body.matchAll(
+            /^plant_store_page_cache_lookups_total\S* (\d+)$/gm,
+          ),
+        ]
+          .map((match) => Number(match[1]))
+          .reduce((a, b) => a + b, 0);
+      const before = await lookups();
+      for (let i = 0; i < 3; i++) {
+        const reply = await t.app.inject({ url: '/plants?limit=10', headers: { authorization: `Bearer ${token}` } });
+        assert.equal(reply.statusCode, 200);
+      }
+      assert.equal(await lookups(), before);
+    } finally {
+      await t.close();
+    }
   });
 });

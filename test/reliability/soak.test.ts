@@ -4,13 +4,13 @@ import { ENGINES } from '../helpers/engines.js';
 import { createToken, startServer } from '../helpers/server.js';
 import { LoadClient, lanes, scaled, sleep } from '../helpers/load.js';
 import { rssKiB } from '../helpers/proc.js';
-import { PAGE_CACHE_BYTES } from '../../src/plants/page-cache.js';
+import { DEFAULTS } from '../../src/config.js';
 
 /**
  * Load and soak: the server at saturation (every connection always busy) with mixed reads and
  * writes for a bounded time. Zero errors, every acknowledged write present at the end, and no
  * memory growth: RSS after the run within 15% of RSS after warm-up, plus what the page cache may
- * hold by design (PAGE_CACHE_BYTES): a bounded cache that fills during the run is not growth. Run
+ * hold by design (--page-cache-bytes): a bounded cache that fills during the run is not growth. Run
  * with the whole suite beside it, SQLite's RSS grew by about 40 MiB in the 5 s run (alone, or beside
  * a busy core, by under 5%), less than that bound; the 60 s run of `npm run test:long` tells a leak
  * from a cache better than this one can.
@@ -151,7 +151,7 @@ for (const engine of ENGINES) {
         assert.deepEqual(listed, expected, `soak-${i}: every acknowledged plant, exact, in id order`);
       }
 
-      const allowedKiB = rssAfterWarmUp * (1 + RSS_GROWTH_ALLOWED) + PAGE_CACHE_BYTES / 1024;
+      const allowedKiB = rssAfterWarmUp * (1 + RSS_GROWTH_ALLOWED) + DEFAULTS.pageCacheBytes / 1024;
       assert.ok(
         rssAfterRun <= allowedKiB,
         `RSS grew from ${rssAfterWarmUp} KiB to ${rssAfterRun} KiB (more than ${RSS_GROWTH_ALLOWED * 100}% and the page cache's bound)`,
