@@ -87,8 +87,9 @@ export async function getPostgres(ctx: Context): Promise<ScenarioResult> {
   return {
     title,
     about:
-      'As on SQLite, on a scratch PostgreSQL database of the same server the tests use. The service keeps no page ' +
-      'cache on PostgreSQL (other instances commit without telling it), so every page is a query; the token check ' +
+      'As on SQLite, on a scratch PostgreSQL database of the same server the tests use. The service answers the page ' +
+      "from its page cache too, stamped with the account's number in the change feed, which it asks once per turn of " +
+      'its event loop for all the requests of that turn (other instances commit without telling it); the token check ' +
       "is cached for 500 ms by the service, looked up on every request by the peer. PostgreSQL's own processes are " +
       'not pinned: they share both cores with the server and the load generator.',
     notes: [poolNote],

@@ -1,41 +1,63 @@
 import type { PlantListing } from '../storage/plant-query.js';
+import type { PlantStorage } from '../storage/types/plants.js';
+import { AccountVersionsPerTurn } from './account-versions-per-turn.js';
 import type { Page } from './page.js';
 import { PageCache } from './page-cache.js';
 import { VersionPerTurn } from './version-per-turn.js';
+
+/** The version a page is stamped with, and what part of it goes in the page's key. */
+type Stamp = { version: number; keyPrefix: string };
 
 /**
  * The page cache as the service uses it: the one way in, so that no caller can read or note in
  * the wrong order. A read takes the storage version and the own-commit count before the rows, so
  * a page is never stamped newer than what it holds. Writes are told by the group commit's
  * observer, at the two moments that leave no page older than the store (storage/group-commit.ts).
+ *
+ * Two sources of versions, whichever the engine has:
+ * - `plantsVersion` (SQLite): one number for the store, moved by other processes' commits; this
+ *   process's own commits drop their accounts' pages (`wrote`).
+ * - `accountVersions` (PostgreSQL with the change feed on): one number per account, moved by every
+ *   commit to its plants, whoever makes it. The account's number is part of each page's key, so a
+ *   page read at an older number is never found again (it ages out of the cache like any other).
  */
 export class CachedPages {
   private readonly cache: PageCache;
-  private readonly versions: VersionPerTurn;
+  private readonly stampOf: (account: string) => Promise<Stamp | null>;
 
   /**
-   * Null when the engine cannot tell when others commit (`plantsVersion` is null) or the cache may
-   * hold nothing (`--page-cache-bytes 0`): then every page is read from the store.
+   * Null when the engine cannot tell when others commit (neither source) or the cache may hold
+   * nothing (`--page-cache-bytes 0`): then every page is read from the store.
    */
-  static of(plantsVersion: () => number | null, maxBytes: number): CachedPages | null {
-    return plantsVersion() === null || maxBytes === 0 ? null : new CachedPages(plantsVersion, maxBytes);
+  static of(storage: Pick<PlantStorage, 'plantsVersion' | 'accountVersions'>, maxBytes: number): CachedPages | null {
+    if (maxBytes === 0) return null;
+    if (storage.plantsVersion() !== null) {
+      const versions = new VersionPerTurn(() => storage.plantsVersion());
+      return new CachedPages(maxBytes, async () => {
+        const version = await versions.next();
+        return version === null ? null : { version, keyPrefix: '' };
+      });
+    }
+    if (storage.accountVersions === undefined) return null;
+    const versions = new AccountVersionsPerTurn((accounts) => storage.accountVersions!(accounts));
+    return new CachedPages(maxBytes, async (account) => ({ version: 0, keyPrefix: `${await versions.of(account)}|` }));
   }
 
-  private constructor(plantsVersion: () => number | null, maxBytes: number) {
+  private constructor(maxBytes: number, stampOf: (account: string) => Promise<Stamp | null>) {
     this.cache = new PageCache(maxBytes);
-    this.versions = new VersionPerTurn(plantsVersion);
+    this.stampOf = stampOf;
   }
 
   /** The page from memory when nothing may have changed it; else `load`ed, and kept when nothing changed meanwhile. */
   async page(account: string, listing: PlantListing, limit: number, load: () => Promise<Page>): Promise<Page> {
-    const version = await this.versions.next();
-    if (version === null) return load();
-    const key = listingKey(listing);
-    const cached = this.cache.get(version, account, key, limit);
+    const stamp = await this.stampOf(account);
+    if (stamp === null) return load();
+    const key = stamp.keyPrefix + listingKey(listing);
+    const cached = this.cache.get(stamp.version, account, key, limit);
     if (cached !== undefined) return cached;
     const since = this.cache.commitsSoFar();
     const page = await load();
-    page.shared = this.cache.set(version, since, account, key, limit, page);
+    page.shared = this.cache.set(stamp.version, since, account, key, limit, page);
     return page;
   }
 

@@ -66,14 +66,14 @@ function appliedPlant(id: bigint, outcome: ChangeOutcome): StoredPlant {
 /** The rules of the plants collection, above storage and below HTTP. */
 export class PlantService {
   private readonly write: (change: PlantChange) => Promise<ChangeOutcome>;
-  /** Null when the engine cannot tell when others commit (PostgreSQL): then nothing is cached. */
+  /** Null when the engine cannot tell when others commit (see CachedPages.of): then nothing is cached. */
   private readonly pages: CachedPages | null;
 
   constructor(
     private readonly storage: Storage,
     options: { groupCommit: boolean; pageCacheBytes: number },
   ) {
-    this.pages = CachedPages.of(() => storage.plantsVersion(), options.pageCacheBytes);
+    this.pages = CachedPages.of(storage, options.pageCacheBytes);
     // Own commits drop only the pages of the accounts they wrote (see CachedPages).
     const pages = this.pages;
     this.write = groupCommit(storage, {

@@ -24,6 +24,8 @@ export const TEST_CONFIG: Config = {
 export interface TestApp {
   app: FastifyInstance;
   storage: Storage;
+  /** The store's URL, for a second process's view of it (another `openStorage`). */
+  url: string;
   logs: string[];
   token(account: string, scopes?: Scope[]): Promise<string>;
   close(): Promise<void>;
@@ -44,6 +46,7 @@ export async function testApp(engine: Engine, config: Partial<Config> = {}): Pro
   return {
     app,
     storage,
+    url,
     logs,
     token: async (account, scopes) => (await issueToken(storage, account, scopes)).secret,
     async close() {

@@ -3,10 +3,13 @@ import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULTS } from '../../src/config.js';
+import { CachedPages } from '../../src/plants/cached-pages.js';
 import { PageCache, pageCost } from '../../src/plants/page-cache.js';
 import type { Page } from '../../src/plants/page.js';
 import { testApp, type TestApp } from '../helpers/app.js';
-import { sqlite } from '../helpers/engines.js';
+import { openStorage } from '../../src/storage/open.js';
+import { ENGINES, pg, sqlite } from '../helpers/engines.js';
+import { insertPlants } from '../helpers/plants.js';
 
 const PAGE_CACHE_BYTES = DEFAULTS.pageCacheBytes;
 
@@ -327,3 +330,64 @@ describe('--page-cache-bytes 0 keeps no page: every listing is read from the sto
     }
   });
 });
+
+for (const engine of ENGINES.filter((e) => e === pg)) {
+  describe("on PostgreSQL the page cache follows each account's number in the change feed, whoever writes", () => {
+    let t: TestApp;
+    let token: string;
+    before(async () => {
+      t = await testApp(engine);
+      token = await t.token('gardener');
+      await insertPlants(t.storage, [{ account: 'gardener', plant: { id: 1n, name: 'Fern', tag: 'shade' } }]);
+    });
+    after(() => t.close());
+
+    async function names(query: string): Promise<string[]> {
+      const reply = await t.app.inject({
+        url: `/plants?limit=10&${query}`,
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(reply.statusCode, 200);
+      return (reply.json() as { name: string }[]).map((plant) => plant.name);
+    }
+
+    async function hits(): Promise<number> {
+      const text = (await t.app.inject({ url: '/metrics' })).body;
+      return Number(/^plant_store_page_cache_lookups_total\{result="hit"\} (\d+)$/m.exec(text)?.[1]);
+    }
+
+    it('answers a page asked again from memory', async () => {
+      assert.deepEqual(await names('tag=shade'), ['Fern']);
+      const before = await hits();
+      assert.deepEqual(await names('tag=shade'), ['Fern']);
+      assert.equal(await hits(), before + 1);
+    });
+
+    it('shows at once every change committed by another instance, which never told this one', async () => {
+      const other = await openStorage(t.url);
+      try {
+        assert.deepEqual(await names('tag=shade'), ['Fern']);
+        await insertPlants(other, [{ account: 'gardener', plant: { id: 2n, name: 'Moss', tag: 'shade' } }]);
+        assert.deepEqual(await names('tag=shade'), ['Fern', 'Moss']);
+        await other.applyChanges([
+          { kind: 'update', account: 'gardener', id: 1n, set: { tag: 'sun' }, revision: 7n, eventId: 'msg_other_1' },
+        ]);
+        assert.deepEqual(await names('tag=shade'), ['Moss']);
+        await other.applyChanges([{ kind: 'delete', account: 'gardener', id: 2n, eventId: 'msg_other_2' }]);
+        assert.deepEqual(await names('tag=shade'), []);
+      } finally {
+        await other.close();
+      }
+    });
+
+    it('keeps no page when the change feed is off (no number per account to go by)', async () => {
+      const feedless = await openStorage(t.url, { feed: false });
+      try {
+        assert.equal(feedless.accountVersions, undefined);
+        assert.equal(CachedPages.of(feedless, DEFAULTS.pageCacheBytes), null);
+      } finally {
+        await feedless.close();
+      }
+    });
+  });
+}

@@ -40,10 +40,14 @@ export async function openPostgres(
     throw error;
   }
 
+  const events = postgresEvents(sql);
   return {
     engine: 'postgres',
     ...postgresPlants(sql, feed),
-    ...postgresEvents(sql),
+    ...events,
+    // The feed numbers each account's events in the transaction of its changes (events.ts), so the
+    // account's last number moves with its plants, whichever instance commits. Without the feed, none.
+    ...(feed.feed && { accountVersions: (accounts: string[]) => events.feedHeads(accounts) }),
     ...postgresTokens(sql),
     ...postgresWebhooks(sql),
     async ping() {

@@ -81,4 +81,11 @@ export interface PlantStorage {
    * number stays the same.
    */
   plantsVersion(): number | null;
+  /**
+   * Where `plantsVersion` is null: a number per account (absent: 0n) that moves, in the same
+   * commit, with every change to the account's plants, whichever process makes it. Read before a
+   * read, it stamps what that read saw for that account. Absent when the engine keeps none
+   * (PostgreSQL with the change feed off: the feed's per-account event number is this number).
+   */
+  accountVersions?(accounts: string[]): Promise<Map<string, bigint>>;
 }
