@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { EVENT_OF } from '../../events/plant-event.js';
 import { foldCase } from '../case-fold.js';
-import { firstConflict, itemsOf, updated } from '../changes.js';
+import { firstConflict, itemsOf, preconditionHolds, updated } from '../changes.js';
 import type { PlantListing } from '../plant-query.js';
 import type { Storage } from '../types.js';
 import type { ChangeOutcome, PlantChange, StoredPlant } from '../types/plants.js';
@@ -57,7 +57,7 @@ export function sqlitePlants(db: Database.Database, feedQueue: () => EventQueue)
     if (change.kind === 'create-many') return applyMany(change, events);
     const before = current(account, change.id);
     if (before === undefined) return { status: 'missing' };
-    if (change.precondition && !change.precondition(before)) return { status: 'precondition-failed' };
+    if (!preconditionHolds(change.precondition, before)) return { status: 'precondition-failed' };
     if (change.kind === 'delete') {
       remove.run(account, change.id);
       search.remove(account, change.id);
