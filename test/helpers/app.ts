@@ -23,6 +23,8 @@ export const TEST_CONFIG: Config = {
 
 export interface TestApp {
   app: FastifyInstance;
+  /** The store's URL, for a second connection to it. */
+  database: string;
   storage: Storage;
   logs: string[];
   token(account: string, scopes?: Scope[]): Promise<string>;
@@ -31,7 +33,7 @@ export interface TestApp {
 
 export async function testApp(engine: Engine, config: Partial<Config> = {}): Promise<TestApp> {
   const { url, drop } = await engine.fresh();
-  const storage = await openStorage(url);
+  const storage = await openStorage(url, { sqliteWriter: config.sqliteWriter });
   const logs: string[] = [];
   const logStream = new Writable({
     write(chunk, _encoding, done) {
@@ -43,6 +45,7 @@ export async function testApp(engine: Engine, config: Partial<Config> = {}): Pro
   await app.ready();
   return {
     app,
+    database: url,
     storage,
     logs,
     token: async (account, scopes) => (await issueToken(storage, account, scopes)).secret,

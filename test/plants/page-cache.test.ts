@@ -4,8 +4,10 @@ import { runInNewContext } from 'node:vm';
 import { after, before, describe, it } from 'node:test';
 import { PAGE_CACHE_BYTES, PageCache, pageCost } from '../../src/plants/page-cache.js';
 import type { Page } from '../../src/plants/page.js';
+import { openStorage } from '../../src/storage/open.js';
 import { testApp, type TestApp } from '../helpers/app.js';
 import { sqlite } from '../helpers/engines.js';
+import { insertPlants } from '../helpers/plants.js';
 
 const page = (...names: string[]): Page => ({ plants: names.map((name) => ({ name })), next: null, shared: true });
 
@@ -221,3 +223,34 @@ describe('the page cache through the API: a create by one account leaves the oth
     assert.deepEqual(await lookups(), { hit: start.hit + 2, miss: start.miss + 1 }, "the writer's page was read again");
   });
 });
+
+for (const sqliteWriter of ['thread', 'inline'] as const) {
+  describe(`the page cache through the API: a plant another process writes is in the next page (--sqlite-writer ${sqliteWriter})`, () => {
+    let t: TestApp;
+    let token: string;
+    before(async () => {
+      t = await testApp(sqlite, { sqliteWriter });
+      token = await t.token('shared');
+    });
+    after(() => t.close());
+
+    async function firstPage(): Promise<string[]> {
+      const reply = await t.app.inject({ url: '/plants?limit=10', headers: { authorization: `Bearer ${token}` } });
+      assert.equal(reply.statusCode, 200);
+      return (reply.json() as { name: string }[]).map((plant) => plant.name);
+    }
+
+    it('serves the page from memory, then with the plant a second store on the same file created', async () => {
+      await insertPlants(t.storage, [{ account: 'shared', plant: { id: 1n, name: 'mine', tag: null } }]);
+      assert.deepEqual(await firstPage(), ['mine']);
+      assert.deepEqual(await firstPage(), ['mine'], 'cached');
+      const other = await openStorage(t.database); // another process's connections and writer thread
+      try {
+        await insertPlants(other, [{ account: 'shared', plant: { id: 2n, name: 'theirs', tag: null } }]);
+        assert.deepEqual(await firstPage(), ['mine', 'theirs']);
+      } finally {
+        await other.close();
+      }
+    });
+  });
+}

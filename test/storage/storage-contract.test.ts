@@ -5,7 +5,7 @@ import postgres from 'postgres';
 import { newToken } from '../../src/auth/api-tokens.js';
 import { groupCommit } from '../../src/storage/group-commit.js';
 import type { PlantListing } from '../../src/storage/plant-query.js';
-import { openStorage } from '../../src/storage/open.js';
+import { openStorage, type StorageOptions } from '../../src/storage/open.js';
 import { sqlitePath } from '../../src/storage/sqlite/index.js';
 import type { Storage } from '../../src/storage/types.js';
 import type { PlantChange, PlantRecord, StoredPlant } from '../../src/storage/types/plants.js';
@@ -90,7 +90,7 @@ async function migrationsRecorded(engine: Engine, url: string): Promise<number[]
 }
 
 /** A fresh store for the enclosing describe, opened `count` times (as `count` processes would). */
-function freshStores(engine: Engine, count = 1) {
+function freshStores(engine: Engine, options: StorageOptions, count = 1) {
   const context = { url: '', stores: [] as Storage[] };
   let drop = async () => {};
   before(async () => {
@@ -98,7 +98,7 @@ function freshStores(engine: Engine, count = 1) {
     drop = fresh.drop;
     context.url = fresh.url;
     // All at once: migrations must be safe when several processes start together.
-    context.stores = await Promise.all(Array.from({ length: count }, () => openStorage(fresh.url)));
+    context.stores = await Promise.all(Array.from({ length: count }, () => openStorage(fresh.url, options)));
   });
   after(async () => {
     await Promise.all(context.stores.map((s) => s.close()));
@@ -107,9 +107,17 @@ function freshStores(engine: Engine, count = 1) {
   return context;
 }
 
-for (const engine of ENGINES_AND_POOLER) {
-  describe(`storage contract (${engine.name})`, () => {
-    const store = freshStores(engine);
+/** Every engine; SQLite with its write transactions in the writer thread (the default) and inline. */
+const VARIANTS = ENGINES_AND_POOLER.flatMap((engine) => [
+  { engine, options: {}, label: engine.name },
+  ...(engine.name === 'sqlite'
+    ? [{ engine, options: { sqliteWriter: 'inline' } satisfies StorageOptions, label: 'sqlite, inline writer' }]
+    : []),
+]);
+
+for (const { engine, options, label } of VARIANTS) {
+  describe(`storage contract (${label})`, () => {
+    const store = freshStores(engine, options);
     const storage = () => store.stores[0]!;
 
     it('keeps int64 ids exact at both ends of the range and around 2^53', async () => {
@@ -318,8 +326,8 @@ for (const engine of ENGINES_AND_POOLER) {
     });
   });
 
-  describe(`applyChanges: creates, updates and deletes of one batch apply in order, each with its own outcome (${engine.name})`, () => {
-    const store = freshStores(engine);
+  describe(`applyChanges: creates, updates and deletes of one batch apply in order, each with its own outcome (${label})`, () => {
+    const store = freshStores(engine, options);
     const storage = () => store.stores[0]!;
     const stored = (p: PlantRecord, revision: bigint): StoredPlant => ({ ...p, revision });
 
@@ -584,8 +592,8 @@ for (const engine of ENGINES_AND_POOLER) {
     });
   });
 
-  describe(`several processes on one fresh store (${engine.name})`, () => {
-    const store = freshStores(engine, 5);
+  describe(`several processes on one fresh store (${label})`, () => {
+    const store = freshStores(engine, options, 5);
 
     it('migrates exactly once when they all open at the same moment', async () => {
       // SQLite's fourth is its packed outbox (src/storage/sqlite/migrations.ts); then search, the
