@@ -9,6 +9,7 @@ import {
   onOff,
   publicKeyFile,
   redisUrl,
+  sqliteWriter,
   text,
   trustProxy,
   type LogLevel,
@@ -120,6 +121,15 @@ export const serverSettings = {
     help: 'on: concurrent creates share one transaction and one sync; off: one per create (for comparison)',
     defaultText: 'on',
     parse: onOff,
+  },
+  sqliteWriter: {
+    flag: '--sqlite-writer <mode>',
+    env: 'SQLITE_WRITER',
+    help:
+      'thread: SQLite commits run in a thread of their own, and requests are answered while one waits ' +
+      'on the disk or on another process; inline: on the event loop (for comparison)',
+    default: 'thread' as 'thread' | 'inline',
+    parse: sqliteWriter,
   },
   trustProxy: {
     flag: '--trust-proxy <value>',

@@ -17,6 +17,7 @@ function openConfiguredStorage(config: Config): Promise<Storage> {
     pgPoolMax: config.pgPoolMax,
     databaseDirectUrl: config.databaseDirectUrl,
     feed: config.eventRetention > 0,
+    sqliteWriter: config.sqliteWriter,
   });
 }
 

@@ -103,6 +103,14 @@ export function retrySchedule(value: string): number[] {
   return waits;
 }
 
+export const SQLITE_WRITERS = ['thread', 'inline'] as const;
+
+export function sqliteWriter(value: string): (typeof SQLITE_WRITERS)[number] {
+  const writer = SQLITE_WRITERS.find((w) => w === value);
+  if (!writer) throw new InvalidArgumentError(`expected one of ${SQLITE_WRITERS.join(', ')}`);
+  return writer;
+}
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export type LogLevel = (typeof LOG_LEVELS)[number];

@@ -36,8 +36,20 @@ export function ifMatch(header: string | undefined): Precondition | undefined {
     throw new HttpError(400, 'If-Match must be * or a list of quoted entity tags, as the ETag header gives them');
   }
   const tags = entityTags(header);
-  if (tags === '*') return () => true;
-  return (current) => tags.some(({ tag, weak }) => !weak && tag === etagOf(current.revision));
+  if (tags === '*') return 'any';
+  return { revisions: tags.flatMap(({ tag, weak }) => (weak ? [] : revisionsTagged(tag))) };
+}
+
+/**
+ * The revision whose ETag is exactly `tag`, as a list of none or one: a tag `etagOf` never writes
+ * (leading zeros, capitals, not base 36) matches no plant, as when the tags were compared as text.
+ */
+function revisionsTagged(tag: string): bigint[] {
+  const digits = tag.slice(1, -1);
+  if (!/^[0-9a-z]{1,13}$/.test(digits)) return [];
+  let revision = 0n;
+  for (const digit of digits) revision = revision * 36n + BigInt(Number.parseInt(digit, 36));
+  return etagOf(revision) === tag ? [revision] : [];
 }
 
 /** If-None-Match uses the weak comparison: true when the client's copy is current (answer 304). */

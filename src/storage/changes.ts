@@ -1,6 +1,12 @@
-import type { PlantChange, PlantRecord, StoredPlant } from './types/plants.js';
+import type { PlantChange, PlantRecord, Precondition, StoredPlant } from './types/plants.js';
 
 /** The engine-independent rules of applying a change: both engines call these inside their transaction. */
+
+/** Whether `current`, the plant as the transaction sees it, satisfies the precondition (none: it does). */
+export function preconditionHolds(precondition: Precondition | undefined, current: StoredPlant): boolean {
+  if (precondition === undefined || precondition === 'any') return true;
+  return precondition.revisions.includes(current.revision);
+}
 
 /** The plant after an update, or null when the update changes no field (no new revision, no event). */
 export function updated(current: StoredPlant, change: Extract<PlantChange, { kind: 'update' }>): StoredPlant | null {

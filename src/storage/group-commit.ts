@@ -30,8 +30,8 @@ function nextBatch(queue: Pending[]): Pending[] {
 export interface CommitObserver {
   /**
    * The accounts a transaction wrote (or tried to): told as soon as `applyChanges` has returned
-   * (SQLite has committed by then: better-sqlite3 is synchronous) and again when it has settled
-   * (an engine that commits later), so that nothing read before either moment passes for newer.
+   * (SQLite's inline writer has committed by then) and again when it has settled (PostgreSQL, or
+   * SQLite's writer thread, commit later), so that nothing read before either moment passes for newer.
    */
   wrote?(accounts: ReadonlySet<string>): void;
   /** A transaction committed (one durable sync). */
@@ -50,9 +50,10 @@ interface Pending {
  * The batching window is the rest of the current turn of the event loop: the first change queued
  * schedules a flush with `setImmediate`, so every request parsed in the same poll phase joins it,
  * and no timer ever delays a lone change. While a commit is in flight (PostgreSQL commits are
- * asynchronous), new changes queue up and form the next batch. SQLite commits synchronously, so
- * the requests that arrive during one commit are all read in the next turn and share the next
- * commit: the slower the fsync, the larger the batches (self-clocking), each bounded by MAX_BATCH and MAX_PLANTS.
+ * asynchronous, and so are SQLite's in its writer thread), new changes queue up and form the next
+ * batch; with `--sqlite-writer inline` the commit holds the event loop, and the requests that
+ * arrive meanwhile are all read in the next turn. Either way they share the next commit: the
+ * slower the fsync, the larger the batches (self-clocking), each bounded by MAX_BATCH and MAX_PLANTS.
  *
  * Changes apply in the order they arrived, each with its own outcome. Each caller is answered only
  * after the commit that holds its change (and the webhook events it queued) is durable. If a batch

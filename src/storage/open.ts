@@ -9,6 +9,8 @@ export interface StorageOptions {
   databaseDirectUrl?: string;
   /** Whether the change feed's events are written (`--event-retention` above 0); default yes. */
   feed?: boolean;
+  /** Where SQLite's write transactions run (`--sqlite-writer`, sqlite/index.ts); default `thread`. */
+  sqliteWriter?: 'thread' | 'inline';
   /**
    * TESTS ONLY (no setting reaches it): PostgreSQL waits a random time up to this many ms before
    * and after numbering a transaction's events, so that concurrent commits interleave badly on
@@ -20,7 +22,9 @@ export interface StorageOptions {
 /** The engine is chosen by the URL's scheme; both run their migrations before returning. */
 export async function openStorage(databaseUrl: string, options: StorageOptions = {}): Promise<Storage> {
   const feed = options.feed ?? true;
-  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl, feed);
+  if (databaseUrl.startsWith('sqlite:')) {
+    return openSqlite(databaseUrl, { feed, writer: options.sqliteWriter ?? 'thread' });
+  }
   return openPostgres(databaseUrl, {
     poolMax: options.pgPoolMax,
     directUrl: options.databaseDirectUrl,

@@ -474,6 +474,15 @@ for (const engine of ENGINES_AND_POOLER) {
         assert.equal((await patch(b.id, { tag: 'l' }, { 'if-match': `"nope", ${b.etag}` })).status, 200);
       });
 
+      it('compares tags exactly: one that names the same revision in another spelling does not match', async () => {
+        const { id, etag } = await plant('Spelling');
+        for (const spelling of [`"0${etag.slice(1)}`, etag.toUpperCase()]) {
+          if (spelling === etag) continue; // an all-digit tag has no capitals
+          assertError(await patch(id, { tag: 'x' }, { 'if-match': spelling }), 412);
+        }
+        assert.deepEqual(await current(id), { status: 200, body: { name: 'Spelling' }, etag });
+      });
+
       it('answers 404, not 412, when there is no plant', async () => {
         assertError(await patch(freshId(), { name: 'x' }, { 'if-match': '"whatever"' }), 404);
         assertError(await remove(freshId(), { 'if-match': '*' }), 404);

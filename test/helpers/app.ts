@@ -23,9 +23,9 @@ export const TEST_CONFIG: Config = {
 
 export interface TestApp {
   app: FastifyInstance;
+  /** The store's URL, for a second connection to it (another process's view: another `openStorage`). */
+  database: string;
   storage: Storage;
-  /** The store's URL, for a second process's view of it (another `openStorage`). */
-  url: string;
   logs: string[];
   token(account: string, scopes?: Scope[]): Promise<string>;
   close(): Promise<void>;
@@ -33,7 +33,7 @@ export interface TestApp {
 
 export async function testApp(engine: Engine, config: Partial<Config> = {}): Promise<TestApp> {
   const { url, drop } = await engine.fresh();
-  const storage = await openStorage(url);
+  const storage = await openStorage(url, { sqliteWriter: config.sqliteWriter });
   const logs: string[] = [];
   const logStream = new Writable({
     write(chunk, _encoding, done) {
@@ -45,8 +45,8 @@ export async function testApp(engine: Engine, config: Partial<Config> = {}): Pro
   await app.ready();
   return {
     app,
+    database: url,
     storage,
-    url,
     logs,
     token: async (account, scopes) => (await issueToken(storage, account, scopes)).secret,
     async close() {

@@ -364,7 +364,7 @@ for (const engine of ENGINES.filter((e) => e === pg)) {
     });
 
     it('shows at once every change committed by another instance, which never told this one', async () => {
-      const other = await openStorage(t.url);
+      const other = await openStorage(t.database);
       try {
         assert.deepEqual(await names('tag=shade'), ['Fern']);
         await insertPlants(other, [{ account: 'gardener', plant: { id: 2n, name: 'Moss', tag: 'shade' } }]);
@@ -381,12 +381,43 @@ for (const engine of ENGINES.filter((e) => e === pg)) {
     });
 
     it('keeps no page when the change feed is off (no number per account to go by)', async () => {
-      const feedless = await openStorage(t.url, { feed: false });
+      const feedless = await openStorage(t.database, { feed: false });
       try {
         assert.equal(feedless.accountVersions, undefined);
         assert.equal(CachedPages.of(feedless, DEFAULTS.pageCacheBytes), null);
       } finally {
         await feedless.close();
+      }
+    });
+  });
+}
+
+for (const sqliteWriter of ['thread', 'inline'] as const) {
+  describe(`the page cache through the API: a plant another process writes is in the next page (--sqlite-writer ${sqliteWriter})`, () => {
+    let t: TestApp;
+    let token: string;
+    before(async () => {
+      t = await testApp(sqlite, { sqliteWriter });
+      token = await t.token('shared');
+    });
+    after(() => t.close());
+
+    async function firstPage(): Promise<string[]> {
+      const reply = await t.app.inject({ url: '/plants?limit=10', headers: { authorization: `Bearer ${token}` } });
+      assert.equal(reply.statusCode, 200);
+      return (reply.json() as { name: string }[]).map((plant) => plant.name);
+    }
+
+    it('serves the page from memory, then with the plant a second store on the same file created', async () => {
+      await insertPlants(t.storage, [{ account: 'shared', plant: { id: 1n, name: 'mine', tag: null } }]);
+      assert.deepEqual(await firstPage(), ['mine']);
+      assert.deepEqual(await firstPage(), ['mine'], 'cached');
+      const other = await openStorage(t.database); // another process's connections and writer thread
+      try {
+        await insertPlants(other, [{ account: 'shared', plant: { id: 2n, name: 'theirs', tag: null } }]);
+        assert.deepEqual(await firstPage(), ['mine', 'theirs']);
+      } finally {
+        await other.close();
       }
     });
   });

@@ -126,7 +126,7 @@ for (const engine of ENGINES) {
 
 /**
  * The store as it was before the search migration: no folded names, no search indexes, and none of
- * the migrations after it (the change feed's tables), which run again.
+ * the migrations after it (the change feed's tables, the plants' clock), which run again.
  */
 async function undoSearchMigration(engine: string, url: string) {
   if (engine === 'sqlite') {
@@ -134,7 +134,8 @@ async function undoSearchMigration(engine: string, url: string) {
     db.exec(`DROP TABLE plant_names; DROP TABLE plant_search_keys;
              DROP INDEX plants_by_tag; DROP INDEX plants_by_name;
              ALTER TABLE plants DROP COLUMN name_folded;
-             DROP TABLE events; DROP TABLE account_events; DROP TABLE feed_key; PRAGMA user_version = 4;`);
+             DROP TABLE events; DROP TABLE account_events; DROP TABLE feed_key; DROP TABLE plants_clock;
+             PRAGMA user_version = 4;`);
     db.close();
     return;
   }

@@ -1,6 +1,6 @@
 import { EVENT_OF } from '../../events/plant-event.js';
 import { foldCase } from '../case-fold.js';
-import { updated } from '../changes.js';
+import { preconditionHolds, updated } from '../changes.js';
 import type { Storage } from '../types.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, StoredPlant } from '../types/plants.js';
 import type { Sql, Tx } from './connection.js';
@@ -46,7 +46,7 @@ async function applyOne(tx: Tx, change: PlantChange, events: QueuedEvent[]): Pro
     SELECT id, name, tag, revision FROM plants WHERE account = ${account} AND id = ${id} FOR UPDATE`;
   if (change.kind === 'create') return { status: 'unchanged', plant: before! };
   if (before === undefined) return { status: 'missing' };
-  if (change.precondition && !change.precondition(before)) return { status: 'precondition-failed' };
+  if (!preconditionHolds(change.precondition, before)) return { status: 'precondition-failed' };
   if (change.kind === 'delete') {
     await tx`DELETE FROM plants WHERE account = ${account} AND id = ${id}`;
     event(before);

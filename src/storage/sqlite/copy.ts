@@ -16,6 +16,7 @@ import {
 import { sqlitePath } from './index.js';
 import { migrate } from './migrations.js';
 import { outboxRows } from './outbox.js';
+import { clockTick } from './plants-clock.js';
 import { searchIndex } from './search-index.js';
 
 /** SQLite keeps times as epoch ms, booleans as 0/1 and word lists as one space-separated string. */
@@ -52,6 +53,7 @@ export function sqliteCopyStore(url: string, { create }: { create: boolean }): C
   db.transaction(() => outboxRows(db).unpackAll()).immediate();
 
   const search = searchIndex(db);
+  const tick = clockTick(db);
   const statements = new Map<string, Database.Statement>();
   const prepare = (text: string) => {
     let statement = statements.get(text);
@@ -127,6 +129,8 @@ export function sqliteCopyStore(url: string, { create }: { create: boolean }): C
           }
           inserted += changes;
         }
+        // A server already serving the target store sees plants written by someone else (plants-clock.ts).
+        if (inserted > 0 && table.name === 'plants') tick();
         const last = rows[rows.length - 1];
         if (last) reached.run(table.name, account, encodeKey(table.key.map((column) => last[column] ?? null)));
         return inserted;

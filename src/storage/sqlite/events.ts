@@ -13,10 +13,10 @@ const nothing: EventQueue = { queue() {}, flush() {} };
  * plus one for each) hands the numbers out in commit order with no gaps: a reader that has seen
  * n never misses n - 1.
  *
- * `feedQueue()` is called at the start of each write transaction, like the outbox's; with the
- * feed off (`--event-retention 0`) it answers a queue that does nothing.
+ * Call the returned function at the start of each write transaction, as the outbox's, on the
+ * writer's connection; with the feed off (`--event-retention 0`) it answers a queue that does nothing.
  */
-export function sqliteEvents(db: Database.Database, enabled: boolean) {
+export function feedQueues(db: Database.Database, enabled: boolean): () => EventQueue {
   const lastSeq = db.prepare('SELECT last_seq FROM account_events WHERE account = ?').safeIntegers(true).pluck();
   const setLastSeq = db.prepare(
     `INSERT INTO account_events (account, last_seq, pruned_through) VALUES (?, ?, 0)
@@ -25,6 +25,31 @@ export function sqliteEvents(db: Database.Database, enabled: boolean) {
   const insert = db.prepare(
     'INSERT INTO events (account, seq, event_id, event_type, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)',
   );
+
+  return () => {
+    if (!enabled) return nothing;
+    const pending: [account: string, eventId: string, type: string, payload: string][] = [];
+    return {
+      queue(account, type, eventId, plant) {
+        pending.push([account, eventId, type, plantEventPayload(plant)]);
+      },
+      flush() {
+        if (pending.length === 0) return;
+        const now = Date.now();
+        const next = new Map<string, bigint>();
+        for (const [account, eventId, type, payload] of pending) {
+          const seq = (next.get(account) ?? (lastSeq.get(account) as bigint | undefined) ?? 0n) + 1n;
+          next.set(account, seq);
+          insert.run(account, seq, eventId, type, payload, now);
+        }
+        for (const [account, seq] of next) setLastSeq.run(account, seq);
+      },
+    };
+  };
+}
+
+/** The feed as readers and retention see it, on the main connection. */
+export function sqliteEvents(db: Database.Database): FeedStorage {
   const head = db
     .prepare('SELECT last_seq, pruned_through FROM account_events WHERE account = ?')
     .safeIntegers(true)
@@ -59,28 +84,7 @@ export function sqliteEvents(db: Database.Database, enabled: boolean) {
     return rows.length;
   });
 
-  function feedQueue(): EventQueue {
-    if (!enabled) return nothing;
-    const pending: [account: string, eventId: string, type: string, payload: string][] = [];
-    return {
-      queue(account, type, eventId, plant) {
-        pending.push([account, eventId, type, plantEventPayload(plant)]);
-      },
-      flush() {
-        if (pending.length === 0) return;
-        const now = Date.now();
-        const next = new Map<string, bigint>();
-        for (const [account, eventId, type, payload] of pending) {
-          const seq = (next.get(account) ?? (lastSeq.get(account) as bigint | undefined) ?? 0n) + 1n;
-          next.set(account, seq);
-          insert.run(account, seq, eventId, type, payload, now);
-        }
-        for (const [account, seq] of next) setLastSeq.run(account, seq);
-      },
-    };
-  }
-
-  const storage: FeedStorage = {
+  return {
     async feedKey() {
       return Buffer.from(key.get() as string, 'hex');
     },
@@ -105,7 +109,6 @@ export function sqliteEvents(db: Database.Database, enabled: boolean) {
       }
     },
   };
-  return { feedQueue, storage };
 }
 
 /** One queue that hands every event to both: the webhook outbox and the feed. */

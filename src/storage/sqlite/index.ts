@@ -2,28 +2,40 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Storage } from '../types.js';
+import { openConnection } from './connection.js';
 import { sqliteEvents } from './events.js';
 import { migrate } from './migrations.js';
+import { plantWriter, type WriteTransaction } from './plant-writer.js';
 import { sqlitePlants } from './plants.js';
+import { OwnTicks, plantsVersion } from './plants-clock.js';
 import { sqliteTokens } from './tokens.js';
 import { sqliteWebhooks } from './webhooks.js';
+import { threadWriter, type Writer } from './writer-thread.js';
 
 export function sqlitePath(url: string): string {
   return url.slice('sqlite:'.length);
 }
 
-/** The embedded store: one file, WAL, every commit fsynced. `feed` false: no change-feed events are written. */
-export function openSqlite(url: string, feed = true): Storage {
+export interface SqliteOptions {
+  /** False: no change-feed events are written. */
+  feed: boolean;
+  /**
+   * Where write transactions run: `thread`, a writer thread of their own (writer-thread.ts);
+   * `inline`, on the event loop. A `:memory:` store is one connection, so always inline.
+   */
+  writer: 'thread' | 'inline';
+}
+
+/** The embedded store: one file, WAL, every commit fsynced. */
+export function openSqlite(url: string, { feed, writer: where }: SqliteOptions): Storage {
   const path = sqlitePath(url);
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
-  db.pragma('busy_timeout = 5000');
-  db.pragma('journal_mode = WAL');
-  // FULL: the WAL is fsynced at every commit, so a 200 survives a power cut.
-  db.pragma('synchronous = FULL');
+  const db = openConnection(path);
   migrate(db);
   const ping = db.prepare('SELECT 1');
-  const events = sqliteEvents(db, feed);
+  const own = OwnTicks.create();
+  const writer: Writer =
+    where === 'thread' && path !== ':memory:' ? threadWriter(path, feed, own) : inline(plantWriter(db, feed, own));
   // The webhook deliverer's connection: its commits are not synced one by one (see webhooks.ts).
   const deliveries = path === ':memory:' ? db : new Database(path);
   if (deliveries !== db) {
@@ -33,16 +45,27 @@ export function openSqlite(url: string, feed = true): Storage {
 
   return {
     engine: 'sqlite',
-    ...sqlitePlants(db, events.feedQueue),
-    ...events.storage,
+    ...sqlitePlants(db, (changes) => writer.apply(changes), plantsVersion(db, own)),
+    ...sqliteEvents(db),
     ...sqliteTokens(db),
     ...sqliteWebhooks(db, deliveries),
     async ping() {
       ping.get();
     },
     async close() {
+      await writer.close();
       if (deliveries !== db) deliveries.close();
       db.close();
     },
+  };
+}
+
+/** The transactions on the event loop, as before the writer thread: the bench's side-by-side baseline. */
+function inline(write: WriteTransaction): Writer {
+  return {
+    async apply(changes) {
+      return write(changes);
+    },
+    async close() {},
   };
 }

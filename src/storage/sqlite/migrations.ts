@@ -106,6 +106,10 @@ const MIGRATIONS: Array<string | ((db: Database.Database) => void)> = [
   `DROP TRIGGER plants_search_insert;
    DROP TRIGGER plants_search_update;
    DROP TRIGGER plants_search_delete;`,
+  // One number that every transaction writing plants moves by one, so that a process tells its own
+  // plant commits from others' (plants-clock.ts).
+  `CREATE TABLE plants_clock (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL);
+   INSERT INTO plants_clock VALUES (1, 0);`,
 ];
 
 export function migrate(db: Database.Database) {

@@ -13,8 +13,13 @@ export interface StoredPlant extends PlantRecord {
   revision: bigint;
 }
 
-/** Checked against the plant as it is inside the transaction (HTTP's If-Match). */
-export type Precondition = (current: StoredPlant) => boolean;
+/**
+ * Checked against the plant as it is inside the transaction (HTTP's If-Match) by `preconditionHolds`
+ * (changes.ts): `'any'` holds for any plant (`If-Match: *`), a list holds when the plant's revision
+ * is one of them (an empty list never does). Data, not a function: SQLite's writer thread receives
+ * the changes as a message, and a function cannot cross threads.
+ */
+export type Precondition = 'any' | { revisions: bigint[] };
 
 /**
  * One write of a group-commit batch. `eventId` names the webhook event the change reports if it
