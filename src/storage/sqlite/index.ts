@@ -60,7 +60,7 @@ export function openSqlite(url: string, { feed, writer: where }: SqliteOptions):
   };
 }
 
-/** The transactions on the event loop, as before the writer thread: the bench's side-by-side baseline. */
+/** The transactions on the event loop (the default: on one core the thread costs more than it hides; docs/operating.md). */
 function inline(write: WriteTransaction): Writer {
   return {
     async apply(changes) {
