@@ -45,7 +45,7 @@ export async function openPostgres(
     engine: 'postgres',
     ...postgresPlants(sql, feed),
     ...events,
-    // The feed numbers each account's events in the transaction of its changes (events.ts), so the
+    // The feed numbers each account's events in the transaction of its changes (outbox.ts), so the
     // account's last number moves with its plants, whichever instance commits. Without the feed, none.
     ...(feed.feed && { accountVersions: (accounts: string[]) => events.feedHeads(accounts) }),
     ...postgresTokens(sql),

@@ -71,7 +71,7 @@ const MIGRATIONS: Array<string | ((tx: Tx) => Promise<void>)> = [
   // Finding plants: the folded names, the tag and name indexes, the trigram index (search-migration.ts).
   searchMigration,
   // The change feed (src/feed/): every event of an account, numbered in commit order
-  // (postgres/events.ts), kept for --event-retention; `account_events` holds each account's last
+  // (postgres/outbox.ts, recordEvents), kept for --event-retention; `account_events` holds each account's last
   // number (its row lock orders the commits) and the last one retention removed. `feed_key` binds
   // cursors to their account (gen_random_uuid draws from the strong random source).
   `CREATE TABLE events (

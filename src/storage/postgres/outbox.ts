@@ -1,4 +1,5 @@
 import { plantEventPayload, type PlantEventType } from '../../events/plant-event.js';
+import { testDelay } from '../types/feed.js';
 import type { PlantRecord } from '../types/plants.js';
 import type { Tx } from './connection.js';
 
@@ -10,18 +11,58 @@ export interface QueuedEvent {
 }
 
 /**
- * Queues each event for every enabled endpoint of its account subscribed to its type, in one
- * statement; call inside the change's transaction.
+ * Writes a transaction's events in one statement (one round trip), inside the change's
+ * transaction and LAST in it, just before the commit:
+ *
+ * - to the webhook outbox: a delivery per enabled endpoint of the event's account subscribed to
+ *   its type;
+ * - with `feed`, to the change feed. A sequence number is not commit order on PostgreSQL: a
+ *   transaction can take 7 and commit before the one that took 6, and a reader that saw 7 would
+ *   then never read 6. So the numbers come from the account's row in `account_events`, raised by
+ *   this transaction's count of events: the row lock it takes is held until the commit, so the
+ *   next transaction of that account gets its numbers only once this one has committed (or rolled
+ *   back, which gives its numbers back). Per account, numbers are handed out in commit order with
+ *   no gaps, each account's events taking the numbers just below its new last_seq in the order
+ *   they happened. The accounts are locked in one order (sorted) by every process, so two
+ *   transactions that share accounts wait instead of deadlocking; and nothing is locked after
+ *   them, so the wait is only for the other's commit.
+ *
+ * `delayMs` (tests only) waits before and after the numbering, so concurrent transactions
+ * interleave as badly as they can.
  */
-export async function queueEvents(tx: Tx, events: QueuedEvent[]): Promise<void> {
+export async function recordEvents(tx: Tx, events: QueuedEvent[], feed: boolean, delayMs: number): Promise<void> {
   if (events.length === 0) return;
-  await tx`
+  const changes = tx`
+    SELECT * FROM unnest(${tx.array(events.map((e) => e.account))}::text[],
+                         ${tx.array(events.map((e) => e.eventId))}::text[],
+                         ${tx.array(events.map((e) => e.type))}::text[],
+                         ${tx.array(events.map((e) => plantEventPayload(e.plant)))}::text[])
+      WITH ORDINALITY AS q(account, event_id, event_type, payload, position)`;
+  const outbox = tx`
     INSERT INTO webhook_deliveries
       (account, endpoint_id, event_id, event_type, payload, created_at, state, attempts, next_attempt_at, updated_at)
     SELECT e.account, e.id, q.event_id, q.event_type, q.payload, now(), 'pending', 0, now(), now()
-    FROM unnest(${tx.array(events.map((e) => e.account))}::text[],
-                ${tx.array(events.map((e) => e.eventId))}::text[],
-                ${tx.array(events.map((e) => e.type))}::text[],
-                ${tx.array(events.map((e) => plantEventPayload(e.plant)))}::text[]) AS q(account, event_id, event_type, payload)
-    JOIN webhook_endpoints e ON e.account = q.account AND e.enabled AND q.event_type = ANY (e.events)`;
+    FROM q JOIN webhook_endpoints e ON e.account = q.account AND e.enabled AND q.event_type = ANY (e.events)`;
+  if (!feed) {
+    await tx`WITH q AS (${changes}) ${outbox}`;
+    return;
+  }
+  await testDelay(delayMs);
+  await tx`
+    WITH q AS (${changes}),
+    counts AS (SELECT account, count(*) AS n FROM q GROUP BY account),
+    heads AS (
+      INSERT INTO account_events (account, last_seq, pruned_through)
+      SELECT account, n, 0 FROM counts ORDER BY account
+      ON CONFLICT (account) DO UPDATE SET last_seq = account_events.last_seq + EXCLUDED.last_seq
+      RETURNING account, last_seq
+    ),
+    feed AS (
+      INSERT INTO events (account, seq, event_id, event_type, payload, created_at)
+      SELECT q.account, h.last_seq - c.n + row_number() OVER (PARTITION BY q.account ORDER BY q.position),
+             q.event_id, q.event_type, q.payload, now()
+      FROM q JOIN heads h ON h.account = q.account JOIN counts c ON c.account = q.account
+    )
+    ${outbox}`;
+  await testDelay(delayMs);
 }

@@ -4,8 +4,7 @@ import { preconditionHolds, updated } from '../changes.js';
 import type { Storage } from '../types.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, StoredPlant } from '../types/plants.js';
 import type { Sql, Tx } from './connection.js';
-import { appendEvents } from './events.js';
-import { queueEvents, type QueuedEvent } from './outbox.js';
+import { recordEvents, type QueuedEvent } from './outbox.js';
 import { createAll, createMany, type RecordEvents } from './plant-creates.js';
 import { postgresListing } from './plant-listing.js';
 
@@ -20,7 +19,7 @@ type PlantStorage = Pick<
 export interface FeedOptions {
   /** False (`--event-retention 0`): no change-feed events are written. */
   feed: boolean;
-  /** Tests only: see appendEvents. */
+  /** Tests only: see recordEvents. */
   testCommitDelayMs: number;
 }
 
@@ -63,10 +62,7 @@ async function applyOne(tx: Tx, change: PlantChange, events: QueuedEvent[]): Pro
 
 export function postgresPlants(sql: Sql, { feed, testCommitDelayMs }: FeedOptions): PlantStorage {
   const listing = postgresListing(sql);
-  const record: RecordEvents = async (tx, events) => {
-    await queueEvents(tx, events);
-    if (feed) await appendEvents(tx, events, testCommitDelayMs);
-  };
+  const record: RecordEvents = (tx, events) => recordEvents(tx, events, feed, testCommitDelayMs);
 
   return {
     async applyChanges(changes) {

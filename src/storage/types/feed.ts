@@ -2,7 +2,7 @@ import type { PlantEventType } from '../../events/plant-event.js';
 
 /**
  * The change feed as storage keeps it: every event of an account, numbered 1, 2, 3... in the order
- * the transactions that wrote them committed (see the engines' `events.ts`), kept for
+ * the transactions that wrote them committed (sqlite/events.ts, postgres/outbox.ts), kept for
  * `--event-retention`. Webhooks and the feed report the same events: same id, type and body.
  */
 export interface FeedEvent {
