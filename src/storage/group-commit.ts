@@ -55,6 +55,11 @@ interface Pending {
  * arrive meanwhile are all read in the next turn. Either way they share the next commit: the
  * slower the fsync, the larger the batches (self-clocking), each bounded by MAX_BATCH and MAX_PLANTS.
  *
+ * An engine may run several such transactions at once (`commitsAtOnce`, PostgreSQL: 2), so that
+ * one is written while another waits for its commit; batches then start in the order their
+ * changes arrived but may commit in another order. A change is still ordered after every change
+ * acknowledged before it arrived (that one's commit had returned before this one's batch began).
+ *
  * Changes apply in the order they arrived, each with its own outcome. Each caller is answered only
  * after the commit that holds its change (and the webhook events it queued) is durable. If a batch
  * fails, its changes are retried one by one, so a change that is valid on its own never fails
@@ -62,9 +67,10 @@ interface Pending {
  * With `enabled` false (`--group-commit off`), every change is its own transaction: the bench's baseline.
  */
 export function groupCommit(
-  storage: Pick<Storage, 'applyChanges'>,
+  storage: Pick<Storage, 'applyChanges' | 'commitsAtOnce'>,
   { enabled = true, observer = {} }: { enabled?: boolean; observer?: CommitObserver } = {},
 ): (change: PlantChange) => Promise<ChangeOutcome> {
+  const atOnce = storage.commitsAtOnce ?? 1;
   const { wrote, committed } = observer;
   const apply = (changes: PlantChange[]): Promise<ChangeOutcome[]> => {
     if (wrote === undefined) return storage.applyChanges(changes);
@@ -82,7 +88,7 @@ export function groupCommit(
   }
   const queue: Pending[] = [];
   let scheduled = false;
-  let committing = false;
+  let inFlight = 0;
 
   async function commit(batch: Pending[]) {
     try {
@@ -97,19 +103,22 @@ export function groupCommit(
     }
   }
 
-  async function flush() {
+  /** Starts transactions while changes wait and fewer than `atOnce` are in flight; each one's end starts the next. */
+  function flush() {
     scheduled = false;
-    committing = true;
-    while (queue.length > 0) {
-      await commit(nextBatch(queue));
+    while (queue.length > 0 && inFlight < atOnce) {
+      inFlight++;
+      void commit(nextBatch(queue)).finally(() => {
+        inFlight--;
+        flush();
+      });
     }
-    committing = false;
   }
 
   return (change) =>
     new Promise<ChangeOutcome>((resolve, reject) => {
       queue.push({ change, resolve, reject });
-      if (!scheduled && !committing) {
+      if (!scheduled && inFlight < atOnce) {
         scheduled = true;
         setImmediate(flush);
       }

@@ -285,6 +285,42 @@ for (const { engine, options, label } of VARIANTS) {
       assert.deepEqual(await storage().listPlants('race', idOrder(null), 10), [plant(77n, 'Same')]);
     });
 
+    it("keeps at most the engine's commitsAtOnce transactions in flight, and a change acknowledged first is seen by the next", async () => {
+      const real = storage();
+      let inFlight = 0;
+      let most = 0;
+      const counted = {
+        commitsAtOnce: real.commitsAtOnce,
+        async applyChanges(changes: PlantChange[]) {
+          most = Math.max(most, ++inFlight);
+          try {
+            return await real.applyChanges(changes);
+          } finally {
+            inFlight--;
+          }
+        },
+      };
+      const commit = groupCommit(counted);
+      const outcomes = await Promise.all(
+        Array.from({ length: 300 }, (_, i) => commit(create('in-flight', plant(BigInt(i)), i))),
+      );
+      assert.ok(outcomes.every((o) => o.status === 'applied'));
+      const atOnce = real.commitsAtOnce ?? 1;
+      assert.ok(most <= atOnce, `${most} transactions at once, more than ${atOnce}`);
+      for (let i = 0; i < 20; i++) {
+        await commit(create('in-flight', plant(1_000n + BigInt(i)), i));
+        const renamed = await commit({
+          kind: 'update',
+          account: 'in-flight',
+          id: 1_000n + BigInt(i),
+          set: { name: `renamed ${i}` },
+          revision: 9n,
+          eventId: `msg_rename_${i}`,
+        });
+        assert.equal(renamed.status, 'applied', 'the update saw the create acknowledged before it');
+      }
+    });
+
     describe('tokens', () => {
       const alice = newToken('tok-alice', ['plants:read'], new Date(Date.now() + 86_400_000)).token;
       const bob = newToken('tok-bob', ['plants:read', 'plants:write'], null).token;

@@ -23,6 +23,9 @@ async function migrateOver(directUrl: string | undefined, pool: Sql): Promise<vo
   }
 }
 
+/** Group commit's transactions in flight at once (bench/analysis.md has the figures). */
+const COMMITS_AT_ONCE = 2;
+
 /**
  * A pooled PostgreSQL store, its schema brought up to date before it is handed out. With a
  * `directUrl`, `url` is a transaction-pooling PgBouncer: migrations run over one direct connection
@@ -43,6 +46,9 @@ export async function openPostgres(
   const events = postgresEvents(sql);
   return {
     engine: 'postgres',
+    // A commit waits on the server's WAL flush and on round trips to a database that may be busy:
+    // a second transaction written meanwhile keeps the connection pool and the server working.
+    commitsAtOnce: COMMITS_AT_ONCE,
     ...postgresPlants(sql, feed),
     ...events,
     // The feed numbers each account's events in the transaction of its changes (outbox.ts), so the

@@ -70,6 +70,8 @@ export interface PlantStorage {
    * Results are in input order; a change that cannot apply is an outcome, not an error.
    */
   applyChanges(changes: PlantChange[]): Promise<ChangeOutcome[]>;
+  /** How many `applyChanges` transactions group commit may have in flight at once; absent: 1. */
+  readonly commitsAtOnce?: number;
   getPlant(account: string, id: bigint): Promise<StoredPlant | null>;
   /** Up to `limit` plants that match the listing's filter, in its order, after its position. */
   listPlants(account: string, listing: PlantListing, limit: number): Promise<PlantRecord[]>;
