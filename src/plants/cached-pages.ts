@@ -1,5 +1,5 @@
 import type { PlantListing } from '../storage/plant-query.js';
-import type { PlantStorage } from '../storage/types/plants.js';
+import type { Storage } from '../storage/types.js';
 import { AccountVersionsPerTurn } from './account-versions-per-turn.js';
 import type { Page } from './page.js';
 import { PageCache } from './page-cache.js';
@@ -16,7 +16,8 @@ type Stamp = { version: number; keyPrefix: string };
  *
  * Two sources of versions, whichever the engine has:
  * - `plantsVersion` (SQLite): one number for the store, moved by other processes' commits; this
- *   process's own commits drop their accounts' pages (`wrote`).
+ *   process's own commits drop their accounts' pages (`wrote`). While it cannot tell (null), the
+ *   turn's pages are read from the store and nothing is kept.
  * - `accountVersions` (PostgreSQL with the change feed on): one number per account, moved by every
  *   commit to its plants, whoever makes it. The account's number is part of each page's key, so a
  *   page read at an older number is never found again (it ages out of the cache like any other).
@@ -29,9 +30,12 @@ export class CachedPages {
    * Null when the engine cannot tell when others commit (neither source) or the cache may hold
    * nothing (`--page-cache-bytes 0`): then every page is read from the store.
    */
-  static of(storage: Pick<PlantStorage, 'plantsVersion' | 'accountVersions'>, maxBytes: number): CachedPages | null {
+  static of(
+    storage: Pick<Storage, 'engine' | 'plantsVersion' | 'accountVersions'>,
+    maxBytes: number,
+  ): CachedPages | null {
     if (maxBytes === 0) return null;
-    if (storage.plantsVersion() !== null) {
+    if (storage.engine === 'sqlite') {
       const versions = new VersionPerTurn(() => storage.plantsVersion());
       return new CachedPages(maxBytes, async () => {
         const version = await versions.next();

@@ -97,8 +97,10 @@ export function plantWriter(db: Database.Database, feed: boolean, own: OwnTicks)
   });
 
   return (changes) => {
-    const { outcomes, clock } = applyAll.immediate(changes);
-    if (clock !== null) own.committed(clock);
-    return outcomes;
+    return own.writing(() => {
+      const { outcomes, clock } = applyAll.immediate(changes);
+      if (clock !== null) own.committed(clock);
+      return outcomes;
+    });
   };
 }

@@ -9,8 +9,10 @@ import type Database from 'better-sqlite3';
  * plant writer (plant-writer.ts) and the copy (copy.ts). The writer publishes in shared memory
  * (`OwnTicks`) the run of consecutive ticks its own commits made; when data_version moves, the
  * main thread reads the clock, and if every tick since it last looked is in that run, no one else
- * wrote plants and the version stays. Anything else (a tick by another process, or one of ours not
- * published yet, in the microseconds between COMMIT and the publication) moves it: a spurious
+ * wrote plants and the version stays. A tick it cannot account for while the writer is inside a
+ * transaction may be the writer's own, committed and not published yet (on one core the thread may
+ * wait a whole time slice between the two): the answer is then null (read from the store, keep
+ * nothing) until the writer publishes or goes idle. Anything else moves the version: a spurious
  * move only costs cache misses, a missed one would serve a stale page.
  */
 
@@ -33,9 +35,24 @@ export class OwnTicks {
   }
 
   static create(): OwnTicks {
-    const ticks = new OwnTicks(new SharedArrayBuffer(2 * BigInt64Array.BYTES_PER_ELEMENT));
-    ticks.run.fill(-1n); // no run yet: the clock is never negative
+    const ticks = new OwnTicks(new SharedArrayBuffer(3 * BigInt64Array.BYTES_PER_ELEMENT));
+    ticks.run.fill(-1n, 0, 2); // no run yet: the clock is never negative
     return ticks;
+  }
+
+  /** The writer runs `transaction`, inside which it may commit a tick that it publishes (`committed`) only after. */
+  writing<T>(transaction: () => T): T {
+    Atomics.store(this.run, 2, 1n);
+    try {
+      return transaction();
+    } finally {
+      Atomics.store(this.run, 2, 0n);
+    }
+  }
+
+  /** Whether the writer is inside `writing` (read before `covers`: what it published before leaving is seen). */
+  get busy(): boolean {
+    return Atomics.load(this.run, 2) !== 0n;
   }
 
   /** The writer thread's view of the main thread's `create()`. */
@@ -60,22 +77,36 @@ export class OwnTicks {
 }
 
 /** `plantsVersion` of the main connection `db`, for the store whose writer publishes in `own`. */
-export function plantsVersion(db: Database.Database, own: OwnTicks): () => number {
+export function plantsVersion(db: Database.Database, own: OwnTicks): () => number | null {
   const dataVersion = db.prepare('PRAGMA data_version').pluck();
   const clock = db.prepare('SELECT n FROM plants_clock').safeIntegers(true).pluck();
   let seenDataVersion = dataVersion.get();
   let seenClock = clock.get() as bigint;
   let version = 0;
+  /** A tick not yet accounted for: asked again at every call, even if data_version stays. */
+  let unsettled = false;
   return () => {
     // The cheap check first, on every read: no other connection committed, nothing changed.
     const now = dataVersion.get();
-    if (now === seenDataVersion) return version;
+    if (now === seenDataVersion && !unsettled) return version;
     seenDataVersion = now;
     // After data_version, never before: a commit between the two reads then moves data_version
     // again for the next call, where the other order would have it counted and its tick never read.
     const ticked = clock.get() as bigint;
-    if (ticked !== seenClock && !own.covers(seenClock, ticked)) version++;
+    if (ticked === seenClock || own.covers(seenClock, ticked)) {
+      seenClock = ticked;
+      unsettled = false;
+      return version;
+    }
+    // `seenClock` stays: once the writer has published, a foreign tick before its run still shows.
+    if (own.busy) {
+      unsettled = true;
+      return null;
+    }
+    // The writer is idle, so what it committed is published: a tick still not its own is another's.
+    if (!own.covers(seenClock, ticked)) version++;
     seenClock = ticked;
+    unsettled = false;
     return version;
   };
 }

@@ -19,7 +19,7 @@ type PlantStorage = Pick<
 export function sqlitePlants(
   db: Database.Database,
   applyChanges: PlantStorage['applyChanges'],
-  plantsVersion: () => number,
+  plantsVersion: () => number | null,
 ): PlantStorage {
   const selectOne = db
     .prepare('SELECT id, name, tag, revision FROM plants WHERE account = ? AND id = ?')

@@ -82,7 +82,9 @@ export interface PlantStorage {
 
   /**
    * A number that moves whenever a commit by another process may have changed the plants; null
-   * when the engine cannot tell cheaply. This process's own commits do not move it: who commits
+   * when the engine cannot tell (PostgreSQL: never cheaply; SQLite: for the moment while its
+   * writer thread's last commit is not yet told apart from others'). This process's own commits
+   * do not move it: who commits
    * says which accounts it wrote (PlantService tells its page cache). Read before a read, it stamps
    * what that read saw: the result stays current, as far as other processes go, for as long as the
    * number stays the same.
