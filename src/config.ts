@@ -126,9 +126,9 @@ export const serverSettings = {
     flag: '--sqlite-writer <mode>',
     env: 'SQLITE_WRITER',
     help:
-      'inline: SQLite commits run on the event loop; thread: in a thread of their own, so requests are answered ' +
-      'while one waits on the disk or on another process (--workers, several servers on one file)',
-    default: 'inline' as 'thread' | 'inline',
+      'thread: SQLite commits run in a thread of their own, and requests are answered while one waits on the ' +
+      'disk or on another process; inline: on the event loop (faster for writes alone on one core)',
+    default: 'thread' as 'thread' | 'inline',
     parse: sqliteWriter,
   },
   trustProxy: {

@@ -9,7 +9,7 @@ export interface StorageOptions {
   databaseDirectUrl?: string;
   /** Whether the change feed's events are written (`--event-retention` above 0); default yes. */
   feed?: boolean;
-  /** Where SQLite's write transactions run (`--sqlite-writer`, sqlite/index.ts); default `inline`. */
+  /** Where SQLite's write transactions run (`--sqlite-writer`, sqlite/index.ts); default `thread`. */
   sqliteWriter?: 'thread' | 'inline';
   /**
    * TESTS ONLY (no setting reaches it): PostgreSQL waits a random time up to this many ms before
@@ -23,7 +23,7 @@ export interface StorageOptions {
 export async function openStorage(databaseUrl: string, options: StorageOptions = {}): Promise<Storage> {
   const feed = options.feed ?? true;
   if (databaseUrl.startsWith('sqlite:')) {
-    return openSqlite(databaseUrl, { feed, writer: options.sqliteWriter ?? 'inline' });
+    return openSqlite(databaseUrl, { feed, writer: options.sqliteWriter ?? 'thread' });
   }
   return openPostgres(databaseUrl, {
     poolMax: options.pgPoolMax,

@@ -107,11 +107,11 @@ function freshStores(engine: Engine, options: StorageOptions, count = 1) {
   return context;
 }
 
-/** Every engine; SQLite with its write transactions inline (the default) and in the writer thread. */
+/** Every engine; SQLite with its write transactions in the writer thread (the default) and inline. */
 const VARIANTS = ENGINES_AND_POOLER.flatMap((engine) => [
   { engine, options: {}, label: engine.name },
   ...(engine.name === 'sqlite'
-    ? [{ engine, options: { sqliteWriter: 'thread' } satisfies StorageOptions, label: 'sqlite, writer thread' }]
+    ? [{ engine, options: { sqliteWriter: 'inline' } satisfies StorageOptions, label: 'sqlite, inline writer' }]
     : []),
 ]);
 

@@ -60,7 +60,7 @@ export function openSqlite(url: string, { feed, writer: where }: SqliteOptions):
   };
 }
 
-/** The transactions on the event loop (the default: on one core the thread costs more than it hides; docs/operating.md). */
+/** The transactions on the event loop (`--sqlite-writer inline`; docs/operating.md compares the two). */
 function inline(write: WriteTransaction): Writer {
   return {
     async apply(changes) {
