@@ -15,6 +15,19 @@ const PAGE_CACHE_BYTES = DEFAULTS.pageCacheBytes;
 
 const page = (...names: string[]): Page => ({ plants: names.map((name) => ({ name })), next: null, shared: true });
 
+/** The names of the first page of `?limit=10&<query>`, through the API. */
+async function listedNames(t: TestApp, token: string, query: string): Promise<string[]> {
+  const reply = await t.app.inject({ url: `/plants?limit=10&${query}`, headers: { authorization: `Bearer ${token}` } });
+  assert.equal(reply.statusCode, 200);
+  return (reply.json() as { name: string }[]).map((plant) => plant.name);
+}
+
+/** Pages answered from the cache so far, as /metrics counts them (one registry for the test process). */
+async function cacheHits(t: TestApp): Promise<number> {
+  const text = (await t.app.inject({ url: '/metrics' })).body;
+  return Number(/^plant_store_page_cache_lookups_total\{result="hit"\} (\d+)$/m.exec(text)?.[1]);
+}
+
 describe('the page cache answers only what the store would answer now', () => {
   it('serves a page again while the store version stays the same', () => {
     const cache = new PageCache(PAGE_CACHE_BYTES);
@@ -263,19 +276,8 @@ describe('the page cache serves filtered, searched and sorted listings too, exac
     assert.ok(reply.statusCode < 300, `${method} ${url}: ${reply.statusCode} ${reply.body}`);
   }
 
-  async function names(query: string): Promise<string[]> {
-    const reply = await t.app.inject({
-      url: `/plants?limit=10&${query}`,
-      headers: { authorization: `Bearer ${token}` },
-    });
-    assert.equal(reply.statusCode, 200);
-    return (reply.json() as { name: string }[]).map((plant) => plant.name);
-  }
-
-  async function hits(): Promise<number> {
-    const text = (await t.app.inject({ url: '/metrics' })).body;
-    return Number(/^plant_store_page_cache_lookups_total\{result="hit"\} (\d+)$/m.exec(text)?.[1]);
-  }
+  const names = (query: string) => listedNames(t, token, query);
+  const hits = () => cacheHits(t);
 
   const LISTINGS = ['tag=sun', 'q=FERN', 'sort=-name', 'tag=sun&sort=name&q=c'];
 
@@ -342,19 +344,8 @@ for (const engine of ENGINES.filter((e) => e === pg)) {
     });
     after(() => t.close());
 
-    async function names(query: string): Promise<string[]> {
-      const reply = await t.app.inject({
-        url: `/plants?limit=10&${query}`,
-        headers: { authorization: `Bearer ${token}` },
-      });
-      assert.equal(reply.statusCode, 200);
-      return (reply.json() as { name: string }[]).map((plant) => plant.name);
-    }
-
-    async function hits(): Promise<number> {
-      const text = (await t.app.inject({ url: '/metrics' })).body;
-      return Number(/^plant_store_page_cache_lookups_total\{result="hit"\} (\d+)$/m.exec(text)?.[1]);
-    }
+    const names = (query: string) => listedNames(t, token, query);
+    const hits = () => cacheHits(t);
 
     it('answers a page asked again from memory', async () => {
       assert.deepEqual(await names('tag=shade'), ['Fern']);
