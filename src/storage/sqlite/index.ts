@@ -51,6 +51,7 @@ export function openSqlite(url: string, { feed, writer: where }: SqliteOptions):
     ...sqliteWebhooks(db, deliveries),
     async ping() {
       ping.get();
+      writer.check();
     },
     async close() {
       await writer.close();
@@ -66,6 +67,7 @@ function inline(write: WriteTransaction): Writer {
     async apply(changes) {
       return write(changes);
     },
+    check() {},
     async close() {},
   };
 }

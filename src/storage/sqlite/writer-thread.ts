@@ -5,6 +5,8 @@ import type { OwnTicks } from './plants-clock.js';
 /** Where the store's write transactions run (index.ts chooses: this thread, or a writer thread). */
 export interface Writer {
   apply(changes: PlantChange[]): Promise<ChangeOutcome[]>;
+  /** Throws when writes can no longer be made (the thread ended): readiness then fails. */
+  check(): void;
   /** Waits for the transactions asked so far, then lets go of the connection. */
   close(): Promise<void>;
 }
@@ -68,6 +70,9 @@ export function threadWriter(path: string, feed: boolean, own: OwnTicks): Writer
   worker.on('exit', (code) => stop(new Error(`the SQLite writer thread has stopped (exit code ${code})`)));
 
   return {
+    check() {
+      if (stopped !== null) throw stopped;
+    },
     apply(changes) {
       if (stopped !== null) return Promise.reject(stopped);
       const id = nextId++;
