@@ -98,6 +98,10 @@ for (const engine of ENGINES) {
           ]);
           assert.deepEqual(await found('NEEDLE'), [BigInt(RARE_AT)]);
           assert.equal(await storage.countPlants('big', { tags: null, text: 'needle' }), 1);
+          // The newest entry's plant goes, then another comes: the index never hands out an old key again.
+          await change('delete', BigInt(RARE_AT));
+          await insertPlants(storage, [{ account: 'big', plant: { id: 5_000n, name: 'Fresh needle', tag: null } }]);
+          assert.deepEqual(await found('NEEDLE'), [5_000n]);
         } finally {
           await storage.close();
         }
@@ -134,7 +138,7 @@ async function undoSearchMigration(engine: string, url: string) {
     db.exec(`DROP TABLE plant_names; DROP TABLE plant_search_keys;
              DROP INDEX plants_by_tag; DROP INDEX plants_by_name;
              ALTER TABLE plants DROP COLUMN name_folded;
-             DROP TABLE events; DROP TABLE account_events; DROP TABLE feed_key; DROP TABLE plants_clock;
+             DROP TABLE events; DROP TABLE account_events; DROP TABLE feed_key; DROP TABLE plants_clock; DROP TABLE plant_search_seq;
              PRAGMA user_version = 4;`);
     db.close();
     return;

@@ -2,11 +2,19 @@ import type Database from 'better-sqlite3';
 
 /**
  * The trigram index of the folded names (migration 5), written by the code that writes `plants`
- * (plants.ts, and the copy) in the same transaction. Not by triggers (migration 7 dropped them):
- * SQLite runs each statement of a trigger under a savepoint, and FTS5 flushes its pending terms
- * to a new segment at every savepoint, so a trigger made one segment per plant and a create cost
- * about 20 us more than these plain statements do (measured: a batch of 1,000 plants, 24 us per
- * plant with the triggers, 7 us without).
+ * (plant-writer.ts, and the copy) in the same transaction. A candidate filter only: every search
+ * joins its hits to `plant_search_keys` and tests each plant's folded name exactly
+ * (plant-listing.ts), so an index entry that no key names any more finds nothing.
+ *
+ * What makes it cheap (figures in bench/analysis.md):
+ * - Plain statements, not triggers (migration 7 dropped them): SQLite runs each statement of a
+ *   trigger under a savepoint, and FTS5 writes its pending terms out as a new segment at every
+ *   savepoint, one segment per plant (24 us a plant in a batch of 1,000, against 7).
+ * - Nothing is ever deleted from the FTS5 table: a delete there costs about 90 us a row on a large
+ *   index (FTS5's tombstones). A deleted plant loses its key; a renamed one gets a new key, under
+ *   which its new name is indexed. Keys come from a counter (`plant_search_seq`, migration 9), never
+ *   reused, so no new entry can land on an old one's rowid. The index keeps the old entries; a
+ *   store rewritten many times over can be indexed again from scratch (docs/data.md).
  */
 export interface SearchIndex {
   add(account: string, id: bigint, nameFolded: string): void;
@@ -16,28 +24,25 @@ export interface SearchIndex {
 }
 
 export function searchIndex(db: Database.Database): SearchIndex {
-  const addKey = db.prepare('INSERT INTO plant_search_keys (account, id) VALUES (?, ?)');
-  const keyOf = db.prepare('SELECT seq FROM plant_search_keys WHERE account = ? AND id = ?').pluck();
-  const removeKey = db.prepare('DELETE FROM plant_search_keys WHERE seq = ?');
+  const nextSeq = db.prepare('UPDATE plant_search_seq SET next = next + 1 RETURNING next - 1').pluck();
+  const addKey = db.prepare('INSERT INTO plant_search_keys (seq, account, id) VALUES (?, ?, ?)');
+  const removeKey = db.prepare('DELETE FROM plant_search_keys WHERE account = ? AND id = ?');
   const addName = db.prepare('INSERT INTO plant_names (rowid, name_folded) VALUES (?, ?)');
-  const removeName = db.prepare('DELETE FROM plant_names WHERE rowid = ?');
 
+  const add = (account: string, id: bigint, nameFolded: string) => {
+    const seq = nextSeq.get();
+    addKey.run(seq, account, id);
+    addName.run(seq, nameFolded);
+  };
   return {
-    add(account, id, nameFolded) {
-      addName.run(addKey.run(account, id).lastInsertRowid, nameFolded);
-    },
+    add,
     rename(account, id, before, after) {
       if (before === after) return;
-      const seq = keyOf.get(account, id);
-      if (seq === undefined) return;
-      removeName.run(seq);
-      addName.run(seq, after);
+      removeKey.run(account, id);
+      add(account, id, after);
     },
     remove(account, id) {
-      const seq = keyOf.get(account, id);
-      if (seq === undefined) return;
-      removeName.run(seq);
-      removeKey.run(seq);
+      removeKey.run(account, id);
     },
   };
 }
