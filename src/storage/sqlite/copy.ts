@@ -52,7 +52,7 @@ export function sqliteCopyStore(url: string, { create }: { create: boolean }): C
   // Pending deliveries are copied from webhook_deliveries: the events still packed in the outbox go there first.
   db.transaction(() => outboxRows(db).unpackAll()).immediate();
 
-  const search = searchIndex(db);
+  const searchWrites = searchIndex(db);
   const tick = clockTick(db);
   const statements = new Map<string, Database.Statement>();
   const prepare = (text: string) => {
@@ -118,6 +118,7 @@ export function sqliteCopyStore(url: string, { create }: { create: boolean }): C
          ON CONFLICT (table_name, account) DO UPDATE SET after_key = excluded.after_key`,
       );
       const insertAll = db.transaction(() => {
+        const search = searchWrites();
         let inserted = 0;
         for (const row of rows) {
           const { changes } = insert.run(
@@ -129,6 +130,7 @@ export function sqliteCopyStore(url: string, { create }: { create: boolean }): C
           }
           inserted += changes;
         }
+        search.flush();
         // A server already serving the target store sees plants written by someone else (plants-clock.ts).
         if (inserted > 0 && table.name === 'plants') tick();
         const last = rows[rows.length - 1];

@@ -6,7 +6,7 @@ import type { ChangeOutcome, PlantChange, StoredPlant } from '../types/plants.js
 import { bothQueues, feedQueues } from './events.js';
 import { outbox, type EventQueue } from './outbox.js';
 import { clockTick, type OwnTicks } from './plants-clock.js';
-import { searchIndex } from './search-index.js';
+import { searchIndex, type SearchIndex } from './search-index.js';
 
 /** Applies one group-commit batch in one durable transaction (PlantStorage.applyChanges). */
 export type WriteTransaction = (changes: PlantChange[]) => ChangeOutcome[];
@@ -33,14 +33,14 @@ export function plantWriter(db: Database.Database, feed: boolean, own: OwnTicks)
     'UPDATE plants SET name = ?, tag = ?, revision = ?, name_folded = ? WHERE account = ? AND id = ?',
   );
   const remove = db.prepare('DELETE FROM plants WHERE account = ? AND id = ?');
-  const search = searchIndex(db);
+  const searchWrites = searchIndex(db);
   const outboxQueue = outbox(db);
   const feedQueue = feedQueues(db, feed);
   const tick = clockTick(db);
 
   const current = (account: string, id: bigint) => selectOne.get(account, id) as StoredPlant | undefined;
 
-  function applyOne(change: PlantChange, events: EventQueue): ChangeOutcome {
+  function applyOne(change: PlantChange, events: EventQueue, search: SearchIndex): ChangeOutcome {
     const { account } = change;
     if (change.kind === 'create') {
       const { plant } = change;
@@ -52,7 +52,7 @@ export function plantWriter(db: Database.Database, feed: boolean, own: OwnTicks)
       events.queue(account, EVENT_OF.create, change.eventId, plant);
       return { status: 'applied', plant };
     }
-    if (change.kind === 'create-many') return applyMany(change, events);
+    if (change.kind === 'create-many') return applyMany(change, events, search);
     const before = current(account, change.id);
     if (before === undefined) return { status: 'missing' };
     if (!preconditionHolds(change.precondition, before)) return { status: 'precondition-failed' };
@@ -75,13 +75,17 @@ export function plantWriter(db: Database.Database, feed: boolean, own: OwnTicks)
    * Judged whole before anything is written: the transaction holds the write lock, so what is read
    * here is what the writes meet. Then each item goes through `applyOne` as one create does.
    */
-  function applyMany(change: Extract<PlantChange, { kind: 'create-many' }>, events: EventQueue): ChangeOutcome {
+  function applyMany(
+    change: Extract<PlantChange, { kind: 'create-many' }>,
+    events: EventQueue,
+    search: SearchIndex,
+  ): ChangeOutcome {
     const index = firstConflict(
       change.plants,
       change.plants.map((plant) => current(change.account, plant.id)),
     );
     if (index !== -1) return { status: 'conflict', index };
-    const outcomes = itemsOf(change).map((create) => applyOne(create, events));
+    const outcomes = itemsOf(change).map((create) => applyOne(create, events, search));
     return {
       status: 'all-applied',
       plants: outcomes.map((outcome) => (outcome as { plant: StoredPlant }).plant),
@@ -91,8 +95,10 @@ export function plantWriter(db: Database.Database, feed: boolean, own: OwnTicks)
 
   const applyAll = db.transaction((changes: PlantChange[]) => {
     const events = bothQueues(outboxQueue(), feedQueue());
-    const outcomes = changes.map((change) => applyOne(change, events));
+    const search = searchWrites();
+    const outcomes = changes.map((change) => applyOne(change, events, search));
     events.flush();
+    search.flush();
     return { outcomes, clock: outcomes.some(wrotePlants) ? tick() : null };
   });
 
