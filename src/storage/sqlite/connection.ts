@@ -3,10 +3,11 @@ import Database from 'better-sqlite3';
 /**
  * A connection of the store as its writers want it: it waits up to 5 s for another connection's
  * write lock, the journal is a WAL, and every commit is fsynced (synchronous = FULL), so a 200
- * survives a power cut. The main connection and the writer thread's (writer-worker.ts) are both opened here.
+ * survives a power cut. The main connection, the writer thread's (writer-worker.ts) and the copy's
+ * are opened here.
  */
-export function openConnection(path: string): Database.Database {
-  const db = new Database(path);
+export function openConnection(path: string, options?: Database.Options): Database.Database {
+  const db = new Database(path, options);
   db.pragma('busy_timeout = 5000');
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');

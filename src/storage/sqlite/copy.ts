@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import {
   COPY_MARKER_TABLE,
   COPY_PROGRESS_TABLE,
@@ -13,6 +13,7 @@ import {
   type Row,
   type Value,
 } from '../copy.js';
+import { openConnection } from './connection.js';
 import { sqlitePath } from './index.js';
 import { migrate } from './migrations.js';
 import { outboxRows } from './outbox.js';
@@ -44,10 +45,7 @@ function fromSqlite(kind: ColumnKind, value: unknown): Value {
 export function sqliteCopyStore(url: string, { create }: { create: boolean }): CopyStore {
   const path = sqlitePath(url);
   if (create) mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path, { fileMustExist: !create });
-  db.pragma('busy_timeout = 5000');
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
+  const db = openConnection(path, { fileMustExist: !create });
   migrate(db);
   // Pending deliveries are copied from webhook_deliveries: the events still packed in the outbox go there first.
   db.transaction(() => outboxRows(db).unpackAll()).immediate();

@@ -1,11 +1,10 @@
 import type Database from 'better-sqlite3';
-import { plantEventPayload } from '../../events/plant-event.js';
+import { plantEventPayload, type PlantEventType } from '../../events/plant-event.js';
 import type { FeedEvent, FeedStorage } from '../types/feed.js';
-import type { EventQueue } from './outbox.js';
+import type { PlantRecord } from '../types/plants.js';
+import { NO_EVENTS, type EventQueue } from './outbox.js';
 
 const PRUNE_CHUNK = 1000;
-
-const nothing: EventQueue = { queue() {}, flush() {} };
 
 /**
  * The change feed of the embedded store. A write transaction holds the one write lock from its
@@ -27,11 +26,11 @@ export function feedQueues(db: Database.Database, enabled: boolean): () => Event
   );
 
   return () => {
-    if (!enabled) return nothing;
+    if (!enabled) return NO_EVENTS;
     const pending: [account: string, eventId: string, type: string, payload: string][] = [];
     return {
-      queue(account, type, eventId, plant) {
-        pending.push([account, eventId, type, plantEventPayload(plant)]);
+      queue(account, type, eventId, payload) {
+        pending.push([account, eventId, type, payload]);
       },
       flush() {
         if (pending.length === 0) return;
@@ -111,12 +110,20 @@ export function sqliteEvents(db: Database.Database): FeedStorage {
   };
 }
 
-/** One queue that hands every event to both: the webhook outbox and the feed. */
-export function bothQueues(outbox: EventQueue, feed: EventQueue): EventQueue {
+/** A transaction's changes as its event queues take them. */
+export interface PlantEvents {
+  queue(account: string, type: PlantEventType, eventId: string, plant: PlantRecord): void;
+  flush(): void;
+}
+
+/** Hands every event to both, the webhook outbox and the feed, its payload made once (none when neither records). */
+export function bothQueues(outbox: EventQueue, feed: EventQueue): PlantEvents {
+  if (outbox === NO_EVENTS && feed === NO_EVENTS) return { queue() {}, flush() {} };
   return {
     queue(account, type, eventId, plant) {
-      outbox.queue(account, type, eventId, plant);
-      feed.queue(account, type, eventId, plant);
+      const payload = plantEventPayload(plant);
+      outbox.queue(account, type, eventId, payload);
+      feed.queue(account, type, eventId, payload);
     },
     flush() {
       outbox.flush();

@@ -1,16 +1,19 @@
 import type Database from 'better-sqlite3';
-import { plantEventPayload, type PlantEventType } from '../../events/plant-event.js';
-import type { PlantRecord } from '../types/plants.js';
+import type { PlantEventType } from '../../events/plant-event.js';
 import type { ClaimShare } from '../types/webhooks.js';
 import type { DeliveryRow } from '../webhook-rows.js';
 
-/** The events of one write transaction: `queue` each change's event, `flush` before the commit. */
+/**
+ * The events of one write transaction: `queue` each change's event (its payload made once for the
+ * outbox and the feed: sqlite/events.ts, bothQueues), `flush` before the commit.
+ */
 export interface EventQueue {
-  queue(account: string, type: PlantEventType, eventId: string, plant: PlantRecord): void;
+  queue(account: string, type: PlantEventType, eventId: string, payload: string): void;
   flush(): void;
 }
 
-const noEndpoints: EventQueue = { queue() {}, flush() {} };
+/** A queue that records nothing: no endpoint to deliver to, or the feed off. */
+export const NO_EVENTS: EventQueue = { queue() {}, flush() {} };
 
 /** An enabled endpoint of an account, and the [event id, type, payload] triples this transaction has for it. */
 interface Subscriber {
@@ -42,7 +45,7 @@ export function outbox(db: Database.Database): () => EventQueue {
   function transactionQueue(): EventQueue {
     const byAccount = new Map<string, Subscriber[]>();
     return {
-      queue(account, type, eventId, plant) {
+      queue(account, type, eventId, payload) {
         let subscribers = byAccount.get(account);
         if (subscribers === undefined) {
           const rows = subscribersOf.all(account) as { id: string; events: string }[];
@@ -50,10 +53,8 @@ export function outbox(db: Database.Database): () => EventQueue {
           byAccount.set(account, subscribers);
         }
         const word = ` ${type} `;
-        let payload: string | undefined;
         for (const subscriber of subscribers) {
-          if (subscriber.events.includes(word))
-            subscriber.triples.push([eventId, type, (payload ??= plantEventPayload(plant))]);
+          if (subscriber.events.includes(word)) subscriber.triples.push([eventId, type, payload]);
         }
       },
       flush() {
@@ -68,7 +69,7 @@ export function outbox(db: Database.Database): () => EventQueue {
     };
   }
 
-  return () => (anyEndpoint.get() === undefined ? noEndpoints : transactionQueue());
+  return () => (anyEndpoint.get() === undefined ? NO_EVENTS : transactionQueue());
 }
 
 /** The endpoints of `share.busy` as `notBusy` reads them (`@busy`): a JSON array of [account, id] pairs. */

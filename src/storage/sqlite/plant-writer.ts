@@ -3,8 +3,8 @@ import { EVENT_OF } from '../../events/plant-event.js';
 import { foldCase } from '../case-fold.js';
 import { firstConflict, itemsOf, preconditionHolds, updated } from '../changes.js';
 import type { ChangeOutcome, PlantChange, StoredPlant } from '../types/plants.js';
-import { bothQueues, feedQueues } from './events.js';
-import { outbox, type EventQueue } from './outbox.js';
+import { bothQueues, feedQueues, type PlantEvents } from './events.js';
+import { outbox } from './outbox.js';
 import { clockTick, type OwnTicks } from './plants-clock.js';
 import { searchIndex, type SearchIndex } from './search-index.js';
 
@@ -40,7 +40,7 @@ export function plantWriter(db: Database.Database, feed: boolean, own: OwnTicks)
 
   const current = (account: string, id: bigint) => selectOne.get(account, id) as StoredPlant | undefined;
 
-  function applyOne(change: PlantChange, events: EventQueue, search: SearchIndex): ChangeOutcome {
+  function applyOne(change: PlantChange, events: PlantEvents, search: SearchIndex): ChangeOutcome {
     const { account } = change;
     if (change.kind === 'create') {
       const { plant } = change;
@@ -77,7 +77,7 @@ export function plantWriter(db: Database.Database, feed: boolean, own: OwnTicks)
    */
   function applyMany(
     change: Extract<PlantChange, { kind: 'create-many' }>,
-    events: EventQueue,
+    events: PlantEvents,
     search: SearchIndex,
   ): ChangeOutcome {
     const index = firstConflict(
