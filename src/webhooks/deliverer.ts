@@ -1,24 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { FastifyBaseLogger } from 'fastify';
-import type { ClaimedDelivery, WebhookStorage } from '../storage/types/webhooks.js';
+import type { ClaimedDelivery, DeliveryStorage } from '../storage/types/webhooks.js';
 import type { AddressGuard } from './address-guard.js';
 import { attempt, receiverAgents, type ReceiverAgents } from './attempt.js';
+import type { AttemptCounts } from './attempt-counts.js';
+import type { DeliveryLog, DeliverySettings } from './delivery-types.js';
 import { EndpointShares } from './fair-share.js';
-import { webhookAttempts } from './metrics.js';
 import { RefusalLog } from './refusal-log.js';
 import { ResultWriter } from './result-writer.js';
 import { afterAttempt } from './retry.js';
 import { signatureHeader, signingSecrets } from './signer.js';
 
-export interface DelivererOptions {
-  timeoutMs: number;
-  retrySchedule: readonly number[];
-  concurrency: number;
-  retentionMs: number;
+export interface DelivererOptions extends DeliverySettings {
   guard: AddressGuard;
-  log: FastifyBaseLogger;
+  log: DeliveryLog;
+  attempts: AttemptCounts;
   /** True while the API needs all of the process's CPU: deliveries then give way (see `run`). */
   apiBusy: () => boolean;
 }
@@ -34,7 +31,8 @@ const BUSY_CLAIM_EVERY_MS = 1_000;
 export const GONE_REASON = 'the receiver answered 410 Gone, so the endpoint was disabled';
 
 /**
- * Sends the outbox, off the request path, in every server process. Each round leases due
+ * Sends the outbox, off the request path, in every server process: in a thread of its own
+ * (delivery-thread.ts), or on the event loop for a store no other thread can reach. Each round leases due
  * deliveries to this process (see `WebhookStorage.claimDeliveries`), at most `concurrency` in
  * flight, and writes each attempt's result while the lease is still its own. A process that
  * dies mid-attempt leaves its leases to expire; another process then makes the attempt again,
@@ -58,7 +56,7 @@ export class Deliverer {
   private readonly results: ResultWriter;
 
   constructor(
-    private readonly storage: WebhookStorage,
+    private readonly storage: DeliveryStorage,
     private readonly options: DelivererOptions,
   ) {
     this.agents = receiverAgents(options.guard);
@@ -165,7 +163,7 @@ export class Deliverer {
       this.refusals.note(account, endpointId, result);
       const record = afterAttempt(result, delivery.attempts, this.options.retrySchedule, Date.now());
       await this.results.record({ key: { account, endpointId, eventId }, record });
-      webhookAttempts.inc({ outcome: record.state === 'pending' ? 'retrying' : record.state });
+      this.options.attempts.add(record.state === 'pending' ? 'retrying' : record.state);
       if (result.status === 410) await this.storage.disableEndpoint(account, endpointId, GONE_REASON);
     } catch (error) {
       // The lease runs out and the attempt is made again, here or elsewhere.

@@ -1,21 +1,38 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { WebhookStorage } from '../storage/types/webhooks.js';
+import type { Storage } from '../storage/types.js';
+import type { AddressGuard } from './address-guard.js';
 import { apiSaturation } from './api-load.js';
-import { Deliverer, type DelivererOptions } from './deliverer.js';
-import { reportBacklogOf } from './metrics.js';
+import { Deliverer } from './deliverer.js';
+import { DeliveryThread } from './delivery-thread.js';
+import { AttemptCounts } from './attempt-counts.js';
+import type { DeliverySettings } from './delivery-types.js';
+import { reportAttemptsOf, reportBacklogOf } from './metrics.js';
 
 /**
- * The deliverer of this process: it starts once the server listens (an app only injected into,
- * as in some tests, sends nothing), stops claiming when the app begins to close, and has let
- * its attempts finish by the time the app is closed (before the store is).
+ * The deliverer of this process: in a thread of its own (delivery-thread.ts) unless no other
+ * thread can reach the store (`sqlite::memory:`), then on the event loop. It starts once the
+ * server listens (an app only injected into, as in some tests, sends nothing), stops claiming when
+ * the app begins to close, and has let its attempts finish by the time the app is closed (before
+ * the store is).
  */
 async function deliveryPlugin(
   app: FastifyInstance,
-  { storage, ...options }: Omit<DelivererOptions, 'log' | 'apiBusy'> & { storage: WebhookStorage },
+  { storage, guard, ...settings }: DeliverySettings & { storage: Storage; guard: AddressGuard },
 ) {
-  const deliverer = new Deliverer(storage, { ...options, log: app.log, apiBusy: apiSaturation(app.server) });
+  const attempts = new AttemptCounts();
+  const deliverer =
+    storage.deliverySource === null
+      ? new Deliverer(storage, { ...settings, guard, log: app.log, attempts, apiBusy: apiSaturation(app.server) })
+      : new DeliveryThread(storage.deliverySource, {
+          settings,
+          allowPrivate: guard.allowPrivate,
+          log: app.log,
+          attempts,
+          server: app.server,
+        });
   reportBacklogOf(storage);
+  reportAttemptsOf(attempts);
   let stopped: Promise<void> = Promise.resolve();
   app.addHook('onListen', async () => deliverer.start());
   app.addHook('preClose', async () => {
@@ -24,6 +41,7 @@ async function deliveryPlugin(
   app.addHook('onClose', async () => {
     await stopped;
     reportBacklogOf(null);
+    reportAttemptsOf(null);
   });
 }
 

@@ -1,15 +1,33 @@
 import { Counter, Gauge } from 'prom-client';
 import { registry } from '../ops/metrics.js';
 import type { WebhookStorage } from '../storage/types/webhooks.js';
+import type { AttemptCounts } from './attempt-counts.js';
+import type { AttemptOutcome } from './delivery-types.js';
 
 /** The webhook series of /metrics, beside the service's others in the one registry. */
 
+/** The deliverer's counts of this process (attempt-counts.ts), and how much of them the counter already holds. */
+let attemptsOf: AttemptCounts | null = null;
+let counted = new Map<AttemptOutcome, number>();
+
+export function reportAttemptsOf(counts: AttemptCounts | null) {
+  attemptsOf = counts;
+  counted = new Map();
+}
+
 /** Attempts by what came of them: `delivered`, `retrying` (a retry is scheduled) or `failed` (given up). */
-export const webhookAttempts = new Counter({
+new Counter({
   name: 'plant_store_webhook_deliveries_total',
   help: 'Webhook delivery attempts by outcome: delivered, retrying (another attempt is scheduled), failed (given up)',
   labelNames: ['outcome'] as const,
   registers: [registry],
+  collect() {
+    for (const [outcome, total] of attemptsOf?.read() ?? []) {
+      const added = total - (counted.get(outcome) ?? 0);
+      if (added > 0) this.inc({ outcome }, added);
+      counted.set(outcome, total);
+    }
+  },
 });
 
 /** The store whose backlog the gauges report; set by the deliverer of this process. */

@@ -1,6 +1,6 @@
-import type { FastifyBaseLogger } from 'fastify';
 import { NOT_ALLOWED } from './address-guard.js';
 import type { AttemptResult } from './attempt.js';
+import type { DeliveryLog } from './delivery-types.js';
 
 /** Endpoint-and-reason pairs remembered; past this many the oldest is forgotten (and may be logged again). */
 const REMEMBERED = 10_000;
@@ -14,7 +14,7 @@ const REMEMBERED = 10_000;
 export class RefusalLog {
   private readonly logged = new Set<string>();
 
-  constructor(private readonly log: FastifyBaseLogger) {}
+  constructor(private readonly log: DeliveryLog) {}
 
   note(account: string, endpointId: string, result: AttemptResult) {
     if (result.error === null || !result.error.startsWith(NOT_ALLOWED)) return;

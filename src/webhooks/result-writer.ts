@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import type { WebhookStorage } from '../storage/types/webhooks.js';
+import type { DeliveryStorage } from '../storage/types/webhooks.js';
 
-type AttemptResultRow = Parameters<WebhookStorage['recordAttempts']>[1][number];
+type AttemptResultRow = Parameters<DeliveryStorage['recordAttempts']>[1][number];
 
 interface ResultBatch {
   results: AttemptResultRow[];
@@ -16,7 +16,7 @@ export class ResultWriter {
   private batch: ResultBatch | null = null;
 
   constructor(
-    private readonly storage: WebhookStorage,
+    private readonly storage: DeliveryStorage,
     private readonly owner: string,
     private readonly gatherMs: number,
   ) {}

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
  */
 
 const FLOORS: readonly string[][] = [
-  ['config', 'schemas', 'random-pool', 'version'],
+  ['config', 'schemas', 'random-pool', 'version', 'thread-module'],
   ['events'],
   ['storage'],
   ['errors'],

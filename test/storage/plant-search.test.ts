@@ -130,7 +130,7 @@ for (const engine of ENGINES) {
 
 /**
  * The store as it was before the search migration: no folded names, no search indexes, and none of
- * the migrations after it (the change feed's tables, the plants' clock), which run again.
+ * the migrations after it (the change feed's tables, the plants' clock, the outbox's heads), which run again.
  */
 async function undoSearchMigration(engine: string, url: string) {
   if (engine === 'sqlite') {
@@ -139,6 +139,7 @@ async function undoSearchMigration(engine: string, url: string) {
              DROP INDEX plants_by_tag; DROP INDEX plants_by_name;
              ALTER TABLE plants DROP COLUMN name_folded;
              DROP TABLE events; DROP TABLE account_events; DROP TABLE feed_key; DROP TABLE plants_clock; DROP TABLE plant_search_seq;
+             DROP INDEX webhook_outbox_heads;
              PRAGMA user_version = 4;`);
     db.close();
     return;

@@ -46,6 +46,7 @@ export async function openPostgres(
   const events = postgresEvents(sql);
   return {
     engine: 'postgres',
+    deliverySource: { engine: 'postgres', url, pooled: directUrl !== undefined },
     // A commit waits on the server's WAL flush and on round trips to a database that may be busy:
     // a second transaction written meanwhile keeps the connection pool and the server working.
     commitsAtOnce: COMMITS_AT_ONCE,

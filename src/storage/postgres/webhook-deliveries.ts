@@ -1,4 +1,4 @@
-import type { WebhookStorage } from '../types/webhooks.js';
+import type { DeliveryStorage } from '../types/webhooks.js';
 import { toClaimed, type ClaimRow } from '../webhook-rows.js';
 import type { Sql, Tx } from './connection.js';
 
@@ -15,12 +15,7 @@ export async function failPending(tx: Sql | Tx, account: string, endpointId: str
 }
 
 /** The deliverer's side: the claim is the one statement that spans accounts, as a queue's consumer must. */
-export function postgresDeliveries(
-  sql: Sql,
-): Pick<
-  WebhookStorage,
-  'claimDeliveries' | 'recordAttempts' | 'disableEndpoint' | 'pruneDeliveries' | 'deliveryBacklog'
-> {
+export function postgresDeliveries(sql: Sql): DeliveryStorage {
   return {
     async claimDeliveries(owner, now, leaseUntil, limit, share) {
       // SKIP LOCKED: processes claiming at once take disjoint rows instead of queueing on each

@@ -13,3 +13,14 @@ export function openConnection(path: string, options?: Database.Options): Databa
   db.pragma('synchronous = FULL');
   return db;
 }
+
+/**
+ * The webhook deliverer's connection (sqlite/webhooks.ts says why it has one): its commits are not
+ * synced one by one, and the journal is already a WAL (the main connection made it one).
+ */
+export function openDeliveriesConnection(path: string): Database.Database {
+  const db = new Database(path);
+  db.pragma('busy_timeout = 5000');
+  db.pragma('synchronous = NORMAL');
+  return db;
+}

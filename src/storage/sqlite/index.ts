@@ -1,8 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
 import type { Storage } from '../types.js';
-import { openConnection } from './connection.js';
+import { openConnection, openDeliveriesConnection } from './connection.js';
 import { sqliteEvents } from './events.js';
 import { migrate } from './migrations.js';
 import { plantWriter, type WriteTransaction } from './plant-writer.js';
@@ -37,14 +36,12 @@ export function openSqlite(url: string, { feed, writer: where }: SqliteOptions):
   const writer: Writer =
     where === 'thread' && path !== ':memory:' ? threadWriter(path, feed, own) : inline(plantWriter(db, feed, own));
   // The webhook deliverer's connection: its commits are not synced one by one (see webhooks.ts).
-  const deliveries = path === ':memory:' ? db : new Database(path);
-  if (deliveries !== db) {
-    deliveries.pragma('busy_timeout = 5000');
-    deliveries.pragma('synchronous = NORMAL');
-  }
+  const deliveries = path === ':memory:' ? db : openDeliveriesConnection(path);
 
   return {
     engine: 'sqlite',
+    // A `:memory:` store is one connection, which no other thread can reach.
+    deliverySource: path === ':memory:' ? null : { engine: 'sqlite', path },
     ...sqlitePlants(db, (changes) => writer.apply(changes), plantsVersion(db, own)),
     ...sqliteEvents(db),
     ...sqliteTokens(db),

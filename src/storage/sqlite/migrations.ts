@@ -116,6 +116,11 @@ const MIGRATIONS: Array<string | ((db: Database.Database) => void)> = [
   `CREATE TABLE plant_search_seq (id INTEGER PRIMARY KEY CHECK (id = 1), next INTEGER NOT NULL);
    INSERT INTO plant_search_seq SELECT 1, coalesce(max(seq), 0) + 1 FROM plant_search_keys;
    INSERT INTO plant_names (plant_names, rank) VALUES ('automerge', 16);`,
+  // The outbox's heads (all but the events) in an index of their own: each claim reads the oldest
+  // row of every endpoint, and /metrics the backlog. From the table, each row's event_count and
+  // created_at were read past its events, from overflow pages: a claim of a large outbox read them
+  // all, under the write lock.
+  `CREATE INDEX webhook_outbox_heads ON webhook_outbox (account, endpoint_id, first_event_id, event_count, created_at);`,
 ];
 
 export function migrate(db: Database.Database) {

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { ClaimShare, WebhookStorage } from '../types/webhooks.js';
+import type { ClaimShare, DeliveryStorage } from '../types/webhooks.js';
 import { toClaimed, type ClaimRow } from '../webhook-rows.js';
 import { firstPerEndpoint } from './claim-share.js';
 import { busyAsJson, notBusy, outboxRows } from './outbox.js';
@@ -8,12 +8,7 @@ import { failPending, msDate } from './webhook-sql.js';
 const PRUNE_CHUNK = 1000;
 
 /** The deliverer's side, through its own connection, `deliveries` (see webhooks.ts). */
-export function sqliteDeliveries(
-  deliveries: Database.Database,
-): Pick<
-  WebhookStorage,
-  'claimDeliveries' | 'recordAttempts' | 'disableEndpoint' | 'pruneDeliveries' | 'deliveryBacklog'
-> {
+export function sqliteDeliveries(deliveries: Database.Database): DeliveryStorage {
   const outboxThere = outboxRows(deliveries);
   // The deliverer's statements, on its own connection.
   // Due, and not of an endpoint that already has its share of attempts in flight.
@@ -69,7 +64,7 @@ export function sqliteDeliveries(
   // One transaction for many results: each commit writes whole pages to the WAL, and a batch
   // of results shares its pages instead of writing them again and again.
   const recordAll = deliveries.transaction(
-    (owner: string, results: Parameters<WebhookStorage['recordAttempts']>[1]) => {
+    (owner: string, results: Parameters<DeliveryStorage['recordAttempts']>[1]) => {
       const now = Date.now();
       for (const { key, record: result } of results) {
         record.run({

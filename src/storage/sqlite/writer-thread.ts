@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { threadModule } from '../../thread-module.js';
 import type { ChangeOutcome, PlantChange } from '../types/plants.js';
 import type { OwnTicks } from './plants-clock.js';
 
@@ -36,7 +37,7 @@ interface Pending {
  */
 export function threadWriter(path: string, feed: boolean, own: OwnTicks): Writer {
   const data: WriterData = { path, feed, ownTicks: own.shared };
-  const worker = new Worker(workerEntry(), { workerData: data });
+  const worker = new Worker(threadModule('writer-worker', import.meta.url), { workerData: data });
   worker.unref();
   const pending = new Map<number, Pending>();
   const whenIdle: Array<() => void> = [];
@@ -89,17 +90,4 @@ export function threadWriter(path: string, feed: boolean, own: OwnTicks): Writer
       await exited;
     },
   };
-}
-
-/**
- * The thread's module, beside this one: `.js` when built, `.ts` when run from src/ under tsx (the
- * tests). Workers inherit `--import tsx`, but on Node 20 tsx hooks its loader into the main thread
- * only, so under tsx the thread starts from a one-line module that registers it first.
- */
-function workerEntry(): URL {
-  const entry = new URL(`./writer-worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url);
-  if (entry.pathname.endsWith('.js')) return entry;
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const boot = `import { register } from ${JSON.stringify(tsx)}; register(); await import(${JSON.stringify(entry.href)});`;
-  return new URL(`data:text/javascript,${encodeURIComponent(boot)}`);
 }

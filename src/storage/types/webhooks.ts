@@ -121,3 +121,15 @@ export interface WebhookStorage {
   /** Pending deliveries and the creation time of the oldest, for /metrics. */
   deliveryBacklog(): Promise<{ pending: number; oldestCreatedAt: Date | null }>;
 }
+
+/** The deliverer's side of the store (src/webhooks/deliverer.ts), which it may reach from a thread of its own. */
+export type DeliveryStorage = Pick<
+  WebhookStorage,
+  'claimDeliveries' | 'recordAttempts' | 'disableEndpoint' | 'pruneDeliveries' | 'deliveryBacklog'
+>;
+
+/**
+ * How another thread opens the deliverer's side of a store (storage/open-deliveries.ts): plain
+ * data, as it crosses to the thread. `pooled`: the URL leads to a transaction-pooling PgBouncer.
+ */
+export type DeliverySource = { engine: 'sqlite'; path: string } | { engine: 'postgres'; url: string; pooled: boolean };

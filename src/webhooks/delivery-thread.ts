@@ -1,0 +1,111 @@
+import type { Server } from 'node:http';
+import { Worker } from 'node:worker_threads';
+import { threadCpuMicros } from '../ops/thread-cpu.js';
+import type { DeliverySource } from '../storage/types/webhooks.js';
+import { threadModule } from '../thread-module.js';
+import { apiSaturation } from './api-load.js';
+import type { AttemptCounts } from './attempt-counts.js';
+import type { DeliveryLog, DeliverySettings } from './delivery-types.js';
+
+/**
+ * What the deliverer's thread starts with (workerData): `apiBusy` is one shared Int32, 1 while the
+ * API is busy; `attempts` the AttemptCounts' shared memory.
+ */
+export interface DeliveryThreadData {
+  source: DeliverySource;
+  settings: DeliverySettings;
+  allowPrivate: boolean;
+  apiBusy: SharedArrayBuffer;
+  attempts: SharedArrayBuffer;
+}
+/** What the thread tells the event loop: its kernel thread id (Linux, once), or a warning for the log. */
+export type DeliveryThreadMessage =
+  { threadId: number } | { warn: { fields: Record<string, unknown>; message: string } };
+
+/** How often the event loop tells the thread whether the API is busy (api-load.ts judges over 200 ms). */
+const BUSY_EVERY_MS = 100;
+/** A thread that ended unasked is started again after this long. */
+const RESTART_AFTER_MS = 1_000;
+
+export interface DeliveryThreadOptions {
+  settings: DeliverySettings;
+  allowPrivate: boolean;
+  log: DeliveryLog & { error(fields: Record<string, unknown>, message: string): void };
+  attempts: AttemptCounts;
+  /** The server whose saturation the thread gives way to (api-load.ts). */
+  server: Server;
+}
+
+/**
+ * The deliverer (deliverer.ts) in a worker thread of its own, with its own connections to the
+ * store (`source`): its claims, attempts, signatures and results take no turn of the event loop,
+ * and on SQLite its waits for the write lock (up to busy_timeout) no longer hold requests up. On
+ * Linux the thread runs at a lower priority than the API's (delivery-worker.ts). The event loop
+ * keeps what only it knows or holds: whether the API is busy (shared memory, read by the thread
+ * at each claim), the log (messages from the thread) and /metrics (attempt-counts.ts).
+ */
+export class DeliveryThread {
+  private worker: Worker | null = null;
+  private readonly busy = new Int32Array(new SharedArrayBuffer(4));
+  private busyTimer: NodeJS.Timeout | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private running = false;
+  private threadId: number | null = null;
+  private readonly apiBusy: () => boolean;
+
+  constructor(
+    private readonly source: DeliverySource,
+    private readonly options: DeliveryThreadOptions,
+  ) {
+    this.apiBusy = apiSaturation(options.server, () => this.cpuMicros());
+  }
+
+  start() {
+    this.running = true;
+    this.busyTimer = setInterval(() => Atomics.store(this.busy, 0, this.apiBusy() ? 1 : 0), BUSY_EVERY_MS);
+    this.busyTimer.unref();
+    this.spawn();
+  }
+
+  /** Stops claiming, lets the attempts in flight finish (each within the timeout), and ends the thread. */
+  async stop() {
+    this.running = false;
+    clearInterval(this.busyTimer);
+    clearTimeout(this.restartTimer);
+    const worker = this.worker;
+    if (worker === null) return;
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    worker.postMessage('stop');
+    await exited;
+  }
+
+  /** The CPU the thread has used, in microseconds (Linux; else 0): the API's saturation leaves it out (api-load.ts). */
+  cpuMicros(): number {
+    return this.threadId === null ? 0 : threadCpuMicros(this.threadId);
+  }
+
+  private spawn() {
+    const data: DeliveryThreadData = {
+      source: this.source,
+      settings: this.options.settings,
+      allowPrivate: this.options.allowPrivate,
+      apiBusy: this.busy.buffer as SharedArrayBuffer,
+      attempts: this.options.attempts.shared,
+    };
+    const worker = new Worker(threadModule('delivery-worker', import.meta.url), { workerData: data });
+    this.worker = worker;
+    worker.on('message', (message: DeliveryThreadMessage) => {
+      if ('threadId' in message) this.threadId = message.threadId;
+      else this.options.log.warn(message.warn.fields, message.warn.message);
+    });
+    worker.on('error', (err) => this.options.log.error({ err }, 'webhooks: the delivery thread failed'));
+    worker.on('exit', () => {
+      this.worker = null;
+      this.threadId = null;
+      if (!this.running) return;
+      this.options.log.error({}, `webhooks: the delivery thread ended; starting it again in ${RESTART_AFTER_MS} ms`);
+      this.restartTimer = setTimeout(() => this.spawn(), RESTART_AFTER_MS);
+      this.restartTimer.unref();
+    });
+  }
+}
