@@ -39,15 +39,15 @@ export function apiSaturation(
     const elapsedMs = performance.now() - markedAt;
     if (elapsedMs >= WINDOW_MS) {
       const loop = performance.eventLoopUtilization();
-      const cpu = process.cpuUsage(cpuMark);
+      const cpu = process.cpuUsage();
       const beside = besideTheApi();
-      const apiCpuMicros = cpu.user + cpu.system - Math.max(0, beside - besideMark);
+      const apiCpuMicros = cpu.user - cpuMark.user + cpu.system - cpuMark.system - Math.max(0, beside - besideMark);
       const cpuShare = apiCpuMicros / 1000 / (elapsedMs * cores);
       const loopShare = performance.eventLoopUtilization(loop, loopMark).utilization;
       busy = arrived > 0 && (loopShare > SATURATED || cpuShare > SATURATED);
       arrived = 0;
       loopMark = loop;
-      cpuMark = process.cpuUsage();
+      cpuMark = cpu;
       besideMark = beside;
       markedAt = performance.now();
     }

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Storage } from '../types.js';
-import { openConnection, openDeliveriesConnection } from './connection.js';
+import { openConnection } from './connection.js';
 import { sqliteEvents } from './events.js';
 import { migrate } from './migrations.js';
 import { plantWriter, type WriteTransaction } from './plant-writer.js';
@@ -35,8 +35,6 @@ export function openSqlite(url: string, { feed, writer: where }: SqliteOptions):
   const own = OwnTicks.create();
   const writer: Writer =
     where === 'thread' && path !== ':memory:' ? threadWriter(path, feed, own) : inline(plantWriter(db, feed, own));
-  // The webhook deliverer's connection: its commits are not synced one by one (see webhooks.ts).
-  const deliveries = path === ':memory:' ? db : openDeliveriesConnection(path);
 
   return {
     engine: 'sqlite',
@@ -45,14 +43,13 @@ export function openSqlite(url: string, { feed, writer: where }: SqliteOptions):
     ...sqlitePlants(db, (changes) => writer.apply(changes), plantsVersion(db, own)),
     ...sqliteEvents(db),
     ...sqliteTokens(db),
-    ...sqliteWebhooks(db, deliveries),
+    ...sqliteWebhooks(db),
     async ping() {
       ping.get();
       writer.check();
     },
     async close() {
       await writer.close();
-      if (deliveries !== db) deliveries.close();
       db.close();
     },
   };

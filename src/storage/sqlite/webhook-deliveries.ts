@@ -7,7 +7,7 @@ import { failPending, msDate } from './webhook-sql.js';
 
 const PRUNE_CHUNK = 1000;
 
-/** The deliverer's side, through its own connection, `deliveries` (see webhooks.ts). */
+/** The deliverer's side, through `deliveries`: the delivery thread's own connection, or the store's (see webhooks.ts). */
 export function sqliteDeliveries(deliveries: Database.Database): DeliveryStorage {
   const outboxThere = outboxRows(deliveries);
   // The deliverer's statements, on its own connection.
