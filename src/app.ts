@@ -2,8 +2,8 @@ import type { Writable } from 'node:stream';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { apiTokenVerifier } from './auth/api-token-verifier.js';
 import bearer from './auth/bearer.js';
-import { jwtVerifier } from './auth/jwt.js';
 import type { Config } from './config.js';
+import { jwtIsOn } from './config/check.js';
 import { openApi } from './contract/openapi-document.js';
 import { exactValidatorCompiler } from './contract/validation.js';
 import { errorHandler, frameworkErrorHandler } from './errors.js';
@@ -23,6 +23,7 @@ import { parseJsonBody, refuseEncodedBody } from './http/json-body.js';
 import { rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import { notFoundOrWrongMethod } from './http/routing.js';
+import { sharedSerializers } from './http/shared-serializers.js';
 import { gracefulStop } from './ops/graceful-stop.js';
 import { health } from './ops/health.js';
 import { LogOutput } from './ops/log-output.js';
@@ -91,6 +92,7 @@ function serverOptions(config: Config, destination: LogDestination): FastifyServ
     connectionTimeout: 60_000,
     keepAliveTimeout: 5_000,
     requestTimeout: 30_000,
+    schemaController: { compilersFactory: { buildSerializer: sharedSerializers } },
   };
 }
 
@@ -139,7 +141,9 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   await app.register(health, { storage });
   await app.register(bearer, {
     apiToken: apiTokenVerifier(storage),
-    jwt: jwtVerifier(config),
+    // jose is loaded only when JWTs are on (most stores use API tokens alone): it is a tenth of
+    // the modules a start loads.
+    jwt: jwtIsOn(config) ? (await import('./auth/jwt.js')).jwtVerifier(config) : undefined,
     failureLimit: config.authFailureLimit,
   });
   await app.register(rateLimit, { rateLimit: config.rateLimit, redisUrl: config.redisUrl });

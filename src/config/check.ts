@@ -1,9 +1,13 @@
 import type { Config } from '../config.js';
 import { ConfigError } from './errors.js';
 
+/** Whether bearer JWTs are verified: a JWKS URL or a public key is set. */
+export const jwtIsOn = (config: Pick<Config, 'jwtJwksUrl' | 'jwtPublicKey'>) =>
+  config.jwtJwksUrl !== undefined || config.jwtPublicKey !== undefined;
+
 /** The settings that cannot work together, refused before anything starts (exit 2). */
 export function checkConfig(config: Config): Config {
-  const jwtOn = config.jwtJwksUrl !== undefined || config.jwtPublicKey !== undefined;
+  const jwtOn = jwtIsOn(config);
   if (config.jwtJwksUrl !== undefined && config.jwtPublicKey !== undefined) {
     throw new ConfigError('set either --jwt-jwks-url or --jwt-public-key, not both');
   }

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest, preParsingHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { HttpError } from '../errors.js';
 import { localWindows, redisWindows, type RateWindows } from './rate-windows.js';
@@ -21,8 +21,10 @@ const WINDOW_MS = 1_000;
  * The Redis client of the shared limit. It never makes a request wait: while it is disconnected,
  * commands fail at once (no offline queue) and the request is let through. Its state is logged as
  * one JSON line per change, not as ioredis's plain-text stack at every reconnection attempt.
+ * ioredis is loaded only here, when the limit is shared: it is an eighth of the modules a start loads.
  */
-function sharedRedis(url: string, log: FastifyBaseLogger): Redis {
+async function sharedRedis(url: string, log: FastifyBaseLogger): Promise<Redis> {
+  const { Redis } = await import('ioredis');
   const redis = new Redis(url, { connectTimeout: 2_000, maxRetriesPerRequest: 1, enableOfflineQueue: false });
   let reachable: boolean | undefined;
   redis.on('ready', () => {
@@ -56,7 +58,7 @@ async function rateLimitRoutes(app: FastifyInstance, config: Pick<Config, 'rateL
   const max = config.rateLimit;
   let windows: RateWindows = localWindows(WINDOW_MS);
   if (config.redisUrl !== undefined) {
-    const redis = sharedRedis(config.redisUrl, app.log);
+    const redis = await sharedRedis(config.redisUrl, app.log);
     app.addHook('onClose', (_app, done) => {
       redis.disconnect();
       done();

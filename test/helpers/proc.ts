@@ -9,11 +9,6 @@ export function rssKiB(pid: number): number {
   return Number(match[1]);
 }
 
-/** Open file descriptors of a process: sockets, files, pipes. */
-export function openFds(pid: number): number {
-  return readdirSync(`/proc/${pid}/fd`).length;
-}
-
 /** Sockets of a process (fds pointing at socket:[inode]). */
 export function openSockets(pid: number): number {
   let count = 0;

@@ -6,7 +6,7 @@ import { sqlite } from '../helpers/engines.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
 import { assertErrorBody, parseResponses } from '../helpers/raw-http.js';
 import { pollUntil, scaled, sleep } from '../helpers/load.js';
-import { openFds } from '../helpers/proc.js';
+import { openSockets } from '../helpers/proc.js';
 
 /**
  * Slow and hostile clients: the time-outs the server sets (src/app.ts) hold, the server keeps
@@ -142,11 +142,11 @@ function keepServing(server: RunningServer, token: string) {
   };
 }
 
-/** The server's open descriptors, once the fetch pool's idle sockets are gone. */
-async function settledFds(server: RunningServer, atMost: number, withinMs: number): Promise<number> {
+/** The server's open sockets, once the fetch pool's idle ones are gone (files the store's threads open later are not counted). */
+async function settledSockets(server: RunningServer, atMost: number, withinMs: number): Promise<number> {
   const pid = server.process.pid!;
-  await pollUntil(() => openFds(pid) <= atMost, withinMs);
-  return openFds(pid);
+  await pollUntil(() => openSockets(pid) <= atMost, withinMs);
+  return openSockets(pid);
 }
 
 function assertTimeoutAnswer(ended: Ended, what: string) {
@@ -162,11 +162,11 @@ function assertTimeoutAnswer(ended: Ended, what: string) {
   );
 }
 
-/** A server of its own, its descriptor count at rest, and well-behaved traffic that stops with the test. */
+/** A server of its own, its socket count at rest, and well-behaved traffic that stops with the test. */
 async function serverFor(t: { after: (fn: () => Promise<unknown>) => void }) {
   const { url: database, drop } = await sqlite.fresh();
   const server = await startServer({ database });
-  const baseline = openFds(server.process.pid!);
+  const baseline = openSockets(server.process.pid!);
   const stop = keepServing(server, server.firstToken!);
   t.after(async () => {
     await stop();
@@ -197,7 +197,7 @@ describe(
       assert.deepEqual(served.failures, [], 'everyone else was served');
       t.diagnostic(`well-behaved client: ${served.answered} rounds, slowest ${served.slowest} ms`);
       assert.ok(served.slowest < 2_000, `everyone else was served promptly (slowest ${served.slowest} ms)`);
-      assert.ok((await settledFds(server, baseline + 2, 8_000)) <= baseline + 2, 'the sockets are freed');
+      assert.ok((await settledSockets(server, baseline + 2, 8_000)) <= baseline + 2, 'the sockets are freed');
     });
 
     it('a request body that never finishes is answered 408 and dropped at the 30 s request time-out', async (t) => {
@@ -237,7 +237,7 @@ describe(
       assert.deepEqual(served.failures, [], 'everyone else was served');
       t.diagnostic(`well-behaved client: ${served.answered} rounds, slowest ${served.slowest} ms`);
       assert.ok(served.slowest < 2_000, `everyone else was served promptly (slowest ${served.slowest} ms)`);
-      assert.ok((await settledFds(server, baseline + 2, 8_000)) <= baseline + 2, 'the sockets are freed');
+      assert.ok((await settledSockets(server, baseline + 2, 8_000)) <= baseline + 2, 'the sockets are freed');
     });
 
     it(`${IDLE} connections that never send a byte are dropped at the headers time-out; ${KEPT_ALIVE} idle kept-alive ones at the 5 s keep-alive time-out`, async (t) => {
@@ -248,7 +248,7 @@ describe(
       );
       const pid = server.process.pid!;
       assert.ok(
-        await pollUntil(() => openFds(pid) >= baseline + IDLE, 5_000),
+        await pollUntil(() => openSockets(pid) >= baseline + IDLE, 5_000),
         `the server holds all ${IDLE} silent connections at once`,
       );
 
@@ -276,7 +276,7 @@ describe(
       t.diagnostic(`well-behaved client: ${served.answered} rounds, slowest ${served.slowest} ms`);
       assert.ok(served.slowest < 2_000, `everyone else was served promptly (slowest ${served.slowest} ms)`);
       assert.ok(
-        (await settledFds(server, baseline + 2, 8_000)) <= baseline + 2,
+        (await settledSockets(server, baseline + 2, 8_000)) <= baseline + 2,
         `the ${IDLE + KEPT_ALIVE} sockets are freed`,
       );
     });
