@@ -24,7 +24,7 @@ export const sharedSerializers: SerializerFactory = (externalSchemas, serializer
   return ({ schema }) => {
     const body = { ...(schema as Record<string, unknown>) };
     for (const annotation of ANNOTATIONS) delete body[annotation];
-    const key = JSON.stringify(body);
+    const key = JSON.stringify(body, (_name, value) => (typeof value === 'bigint' ? `${value}n` : value));
     let serializer = compiled.get(key);
     if (serializer === undefined) {
       serializer = fastJson(schema as Schema, withoutItself(schema as Schema, options));
