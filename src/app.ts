@@ -31,7 +31,8 @@ import { lazyChildLogger, observability, requestId, type LogDestination } from '
 import type { Tracing } from './ops/span-types.js';
 import { plantRoutes } from './plants/routes.js';
 import { PlantService } from './plants/service.js';
-import { LIMITS, sharedSchemas } from './schemas.js';
+import { LIMITS } from './limits.js';
+import { sharedSchemas } from './schemas.js';
 import type { Storage } from './storage/types.js';
 import { AddressGuard } from './webhooks/address-guard.js';
 import { webhookDelivery } from './webhooks/delivery-plugin.js';

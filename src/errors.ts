@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { LIMITS } from './schemas.js';
+import { LIMITS } from './limits.js';
 import { isStorageUnavailable } from './storage/unavailable.js';
 
 /**

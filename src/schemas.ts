@@ -1,18 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-
-/** The limits of the contract, used by the schemas (hence the OpenAPI document) and the validators. */
-export const LIMITS = {
-  bodyBytes: 16 * 1024,
-  textLength: 256,
-  /** `tag` may repeat this many times in one listing. */
-  tagFilters: 16,
-  /** Items of one `POST /plants/batch`, and its body. */
-  batchItems: 1000,
-  batchBodyBytes: 1024 * 1024,
-  int64Min: -(2n ** 63n),
-  int64Max: 2n ** 63n - 1n,
-  limitMax: 2_147_483_647,
-} as const;
+import { LIMITS } from './limits.js';
 
 export const Plant = Type.Object(
   {

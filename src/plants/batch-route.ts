@@ -3,7 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import { requireJsonBody } from '../http/json-body.js';
 import { errorResponses, TAGS } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
-import { LIMITS, NewPlants, Plants } from '../schemas.js';
+import { LIMITS } from '../limits.js';
+import { NewPlants, Plants } from '../schemas.js';
 import type { PlantService } from './service.js';
 
 /** `POST /plants/batch`: many plants in one request, all or nothing; the rate limit counts it once. */

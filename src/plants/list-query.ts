@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { LIMITS } from '../schemas.js';
+import { LIMITS } from '../limits.js';
 import { PLANT_ORDERS, type PlantOrder } from '../storage/plant-query.js';
 
 /** The inputs of `GET /plants`: its query parameters and the header that asks for the count. */

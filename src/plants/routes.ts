@@ -1,4 +1,5 @@
-import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { requireJsonBody, requireMergePatchBody } from '../http/json-body.js';
 import { errorResponses, NoContent, TAGS } from '../http/openapi.js';

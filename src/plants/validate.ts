@@ -1,6 +1,7 @@
 import { HttpError } from '../errors.js';
 import type { ExactValidator } from '../http/exact-validator.js';
-import { LIMITS, NewPlant, NewPlants, PlantIdParams, PlantPatch } from '../schemas.js';
+import { LIMITS } from '../limits.js';
+import { NewPlant, NewPlants, PlantIdParams, PlantPatch } from '../schemas.js';
 import { PLANT_ORDERS, type PlantOrder } from '../storage/plant-query.js';
 import { ListQuery } from './list-query.js';
 

@@ -1,4 +1,5 @@
-import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { errorResponses } from '../http/openapi.js';
 import { common, route, withBody } from './route-options.js';

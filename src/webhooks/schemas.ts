@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { LIMITS } from '../schemas.js';
+import { LIMITS } from '../limits.js';
 import { PLANT_EVENT_TYPES, type PlantEventType } from '../events/plant-event.js';
 import type { DeliveryState } from '../storage/types/webhooks.js';
 import { MAX_URL_LENGTH } from './address-guard.js';

@@ -1,5 +1,5 @@
 import { HttpError } from '../errors.js';
-import { LIMITS } from '../schemas.js';
+import { LIMITS } from '../limits.js';
 import { PLANT_EVENT_TYPES, type PlantEventType } from '../events/plant-event.js';
 import { MAX_URL_LENGTH } from './address-guard.js';
 import type { ExactValidator } from '../http/exact-validator.js';

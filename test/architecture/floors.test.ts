@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
  */
 
 const FLOORS: readonly string[][] = [
+  ['limits'],
   ['config', 'schemas', 'random-pool', 'version', 'thread-module'],
   ['events'],
   ['storage'],
