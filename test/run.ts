@@ -37,6 +37,12 @@ const SLOWEST_FIRST = [
  * made tests with timings (keep-alive, retries) likelier to miss them.
  */
 const CONCURRENCY = Number(process.env.TEST_CONCURRENCY ?? availableParallelism());
+if (!Number.isInteger(CONCURRENCY) || CONCURRENCY < 1) {
+  console.error(
+    `TEST_CONCURRENCY must be a whole number of files at once, 1 or more (got "${process.env.TEST_CONCURRENCY}")`,
+  );
+  process.exit(2);
+}
 
 const root = import.meta.dirname;
 const named = process.argv.slice(2);
