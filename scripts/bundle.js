@@ -5,38 +5,38 @@
  * plus the chunks they share or load late.
  *
  * Why: Node 20 loads an ES module graph file by file, and the server's was about 1,000 files
- * (TypeBox alone 250, then ajv, yaml, OpenTelemetry's API through prom-client, Fastify). Loading
- * them cost each start about 0.7 s of CPU, nearly half of it (docs/operating.md, "The production
- * command"). The code is the same: tsc still type-checks it and writes the rest of dist/ module by
- * module, which tests of single modules import.
+ * (TypeBox alone 250, then ajv, yaml, Fastify). A start from the bundle takes 0.62 of the CPU of a
+ * start module by module (docs/operating.md, "The production command"). The code is the same:
+ * tsc still type-checks it and writes the rest of dist/ module by module, which tests of single
+ * modules import.
  *
  * Left out of the bundle, loaded from node_modules as before: packages that find files of their
  * own beside their code (better-sqlite3's native addon, swagger-ui's pages, pino's transports), and
  * those a setting loads late (OpenTelemetry for traces, jose for JWTs, ioredis for a shared rate
- * limit). A bundle would not start those any faster, and as packages they load as their authors
- * ship them (ioredis's CommonJS exports, bundled, lost the named `Redis`).
+ * limit; OpenTelemetry's API loads at every start all the same, required by prom-client). A
+ * bundle would not start those any faster, and as packages they load as their authors ship them
+ * (ioredis's CommonJS exports, bundled, lost the named `Redis`).
  */
 import { readdirSync, rmSync } from 'node:fs';
 import { build } from 'esbuild';
 
-// Chunks are named by their content, so an earlier build's would otherwise stay behind.
-for (const file of readdirSync('dist')) if (file.startsWith('chunk-')) rmSync(`dist/${file}`);
-
+const root = new URL('..', import.meta.url).pathname;
 const external = ['better-sqlite3', '@fastify/swagger-ui', 'pino', '@opentelemetry/*', 'jose', 'ioredis'];
 
-await build({
+const { metafile } = await build({
+  absWorkingDir: root,
   entryPoints: {
     cli: 'src/cli.ts',
     'writer-worker': 'src/storage/sqlite/writer-worker.ts',
     'delivery-worker': 'src/webhooks/delivery-worker.ts',
   },
+  // Every output side by side in dist/, as the modules expect: src/thread-module.ts looks for a
+  // thread's entry beside the module that starts it, src/version.ts for package.json one folder up.
   outdir: 'dist',
   bundle: true,
-  // What a setting loads late (tracing, JWTs, Redis) stays late: in chunks of its own, imported
+  // What a setting loads late (tracing, JWTs, Redis) stays late: in files of its own, imported
   // only when asked for.
   splitting: true,
-  // Beside the entries: src/version.ts finds package.json one folder up from its module.
-  chunkNames: '[name]-[hash]',
   platform: 'node',
   target: 'node20',
   format: 'esm',
@@ -47,4 +47,13 @@ await build({
     js: "import { createRequire as bundleRequire } from 'node:module'; const require = bundleRequire(import.meta.url);",
   },
   logLevel: 'warning',
+  metafile: true,
 });
+
+// Files other than the entries are named by their content: an earlier build's stay behind unless
+// removed, and only once this build's are written, so that a server running from dist/ can still
+// start a thread or a worker process in between.
+const written = new Set(Object.keys(metafile.outputs));
+for (const file of readdirSync(`${root}dist`)) {
+  if (/-[A-Z0-9]{8}\.js(\.map)?$/.test(file) && !written.has(`dist/${file}`)) rmSync(`${root}dist/${file}`);
+}
