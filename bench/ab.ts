@@ -3,7 +3,7 @@
  * `dist/`, given by its cli.js) under the bench's GET, POST or GET /plants/{id} load, taking turns round after round,
  * each on a fresh copy of the same SQLite store; prints req/s, p99 and CPU per request of every run and
  * their medians. For deciding whether a change is faster on a shared machine, where one run of
- * each proves nothing. AB_SEC (seconds per run, default 5), AB_WARM (warm-up, 3), AB_ENV (JSON
+ * each proves nothing. AB_SEC (seconds per run, default 5), AB_WARM (warm-up, WARMUP_SEC of rounds.ts), AB_ENV (JSON
  * environment for the servers).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { chooseGenerator, load, type Workload } from './load.js';
 import { LOAD_CPU, SERVER_CPU, pinSelf } from './machine.js';
 import { cpuSeconds, freePort, start } from './procs.js';
-import { nextIdBase } from './rounds.js';
+import { WARMUP_SEC, nextIdBase } from './rounds.js';
 import { BY_ID_POOL } from './scenarios/by-id.js';
 import { median } from './stats.js';
 import { prepareSqlite } from './stores.js';
@@ -23,7 +23,7 @@ if (!['get', 'post', 'by-id'].includes(request ?? '') || !(Number(roundsText) > 
   process.exit(2);
 }
 const seconds = Number(process.env.AB_SEC ?? 5);
-const warmup = Number(process.env.AB_WARM ?? 3);
+const warmup = Number(process.env.AB_WARM ?? WARMUP_SEC);
 const env = JSON.parse(process.env.AB_ENV ?? '{}') as Record<string, string>;
 
 pinSelf();

@@ -16,6 +16,7 @@ import { cpuSeconds } from './procs.js';
 import { BY_ID_POOL } from './scenarios/by-id.js';
 import { MIXED } from './scenarios/mixed.js';
 import { startServer } from './servers.js';
+import { WARMUP_SEC } from './rounds.js';
 import { prepareSqlite } from './stores.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -65,7 +66,7 @@ try {
     durationSec,
     cpus: LOAD_CPU,
   });
-  await load(generator, spec(3, 4_000_000_000_000), scratch);
+  await load(generator, spec(WARMUP_SEC, 4_000_000_000_000), scratch);
   const before = cpuSeconds(server.pid);
   const result = await load(generator, spec(seconds, 5_000_000_000_000), scratch);
   const cpuUs = ((cpuSeconds(server.pid) - before) * 1e6) / result.requests;

@@ -174,7 +174,8 @@ ${everyRun(r)}
   logs nothing, as Express's README.
 - Load generator: ${m.loadGenerator}, ${s.connections} keep-alive connections on 127.0.0.1${m.pinned ? ', server on CPU 0, load generator (and the bench script) on CPU 1 (`taskset`); PostgreSQL itself is not pinned' : ', not pinned (taskset missing or a single core)'}.
   POST bodies are \`{"id": <new>, "name": "bench plant <id>", "tag": "bench"}\`.
-- In each scenario every server is started, warmed up for ${s.warmupSec} s, then the servers take turns
+- In each scenario every server is started, warmed up for ${s.warmupSec} s (in pieces of at most one run, each
+  followed by what the scenario does between runs), then the servers take turns
   (A B C, A B C, ...) for ${s.rounds} rounds of ${s.runSec} s. Server CPU per request = the server
   process's user + system time (/proc/PID/stat) during a run / the requests it answered: a view
   that depends less on what else the machine is doing than req/s.

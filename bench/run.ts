@@ -9,7 +9,7 @@
  * Knobs, as flags or environment variables (flags win):
  *   --rounds N      BENCH_ROUNDS    measured runs per server per scenario (default 4)
  *   --duration S    BENCH_DURATION  seconds per measured run (default 5)
- *   --warmup S      BENCH_WARMUP    seconds of warm-up per server per scenario (default 3)
+ *   --warmup S      BENCH_WARMUP    seconds of warm-up per server per scenario (default WARMUP_SEC, 10)
  *   --only a,b      BENCH_ONLY      scenarios to run (default all: see SCENARIOS)
  *   BENCH_PG_URL    a PostgreSQL database whose user may CREATE DATABASE (default the tests' one)
  *   BENCH_LOAD=autocannon   use autocannon even when wrk is installed
@@ -29,7 +29,7 @@ import { chooseGenerator } from './load.js';
 import { LOAD_CPU, SERVER_CPU, canPin, describeMachine, fsyncLatency, loadAverage, pinSelf } from './machine.js';
 import type { Results } from './report-format.js';
 import { renderMarkdown } from './report.js';
-import type { Context, ScenarioResult } from './rounds.js';
+import { WARMUP_SEC, type Context, type ScenarioResult } from './rounds.js';
 import { authFlood } from './scenarios/auth-flood.js';
 import { feed, pgFeed } from './scenarios/feed.js';
 import { byId, byIdPlants } from './scenarios/by-id.js';
@@ -107,7 +107,7 @@ async function main() {
   const settings = {
     connections: 64,
     runSec: setting(flags.duration, 'BENCH_DURATION', 5),
-    warmupSec: setting(flags.warmup, 'BENCH_WARMUP', 3),
+    warmupSec: setting(flags.warmup, 'BENCH_WARMUP', WARMUP_SEC),
     rounds: setting(flags.rounds, 'BENCH_ROUNDS', 4),
     generator: chooseGenerator(),
   };
