@@ -3,6 +3,7 @@ import type { ScenarioResult } from './rounds.js';
 import { SYNC_DELAY_MS } from './scenarios/slow-disk.js';
 import type { ListingFigures } from './scenarios/listing.js';
 import { FIGURES } from './report-figures.js';
+import { roundThreeSection } from './report-round-three.js';
 import { f0, f2, met, mib, spread, type Results } from './report-format.js';
 import { TARGETS, ratio, server, summarize, total } from './stats.js';
 
@@ -156,6 +157,7 @@ Express servers with the same SQL and the same token check as the service (bench
 |---|---:|---:|:-:|
 ${rows.join('\n')}
 
+${roundThreeSection(r)}
 ${sections.join('\n')}
 ## Every run
 
