@@ -13,10 +13,10 @@ import { callTree, flameSvg, selfByPlace, topFunctions, type CpuProfile } from '
 import { chooseGenerator, load, type LoadSpec, type Workload } from './load.js';
 import { LOAD_CPU, SERVER_CPU, pinSelf } from './machine.js';
 import { cpuSeconds } from './procs.js';
+import { WARMUP_SEC } from './rounds.js';
 import { BY_ID_POOL } from './scenarios/by-id.js';
 import { MIXED } from './scenarios/mixed.js';
 import { startServer } from './servers.js';
-import { WARMUP_SEC } from './rounds.js';
 import { prepareSqlite } from './stores.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -9,10 +9,10 @@ import { cpuSeconds, type Proc } from './procs.js';
 import type { BenchStore, Sizes } from './stores.js';
 
 /**
- * Seconds of load before a server is measured. Under load the service needs 5 to 8 s on the
- * machines of bench/analysis.md before V8 has optimised its hot code; that compiling runs on the
- * server's core, so a shorter warm-up measures it instead of the service (the ceiling, a few
- * functions, is ready in 2 s).
+ * Seconds of load before a server is measured. Under load, a fresh service reached its steady rate
+ * only after 5 to 8 s on the machine of bench/analysis.md ("afternoon"), the ceiling after 2:
+ * most likely V8 optimising the service's far larger hot code, on the server's own core. A shorter
+ * warm-up measured that instead of the service.
  */
 export const WARMUP_SEC = 10;
 
@@ -92,7 +92,9 @@ export interface Contender {
    * `extra` as `backgroundRps`. The table's figures are the first generator's alone.
    */
   background?: { workload: Workload; connections: number };
-  /** Called after each load (warm-up included) and its measures: say, until a backlog the load left is worked off. */
+  /** Called once when the warm-up is over (also when there is none), before the first round. */
+  warmedUp?(proc: Proc): Promise<void>;
+  /** Called after each load (each piece of the warm-up included) and its measures: say, until a backlog the load left is worked off. */
   settle?(proc: Proc): Promise<void>;
 }
 
@@ -140,11 +142,13 @@ export async function alternate(ctx: Context, contenders: Contender[]): Promise<
     for (const contender of contenders) started.push({ contender, proc: await contender.start(), runs: [] });
     // In pieces no longer than a measured run, each settled, so that a load which uses something up
     // (DELETE's ids) never needs more of it for the warm-up than for a round.
+    const pieces = Math.ceil(settings.warmupSec / settings.runSec);
     for (const { contender, proc } of started) {
-      for (let left = settings.warmupSec; left > 0; left -= settings.runSec) {
-        await run(contender, proc, -1, Math.min(left, settings.runSec));
+      for (let piece = 0; piece < pieces; piece++) {
+        await run(contender, proc, -1, Math.min(settings.runSec, settings.warmupSec - piece * settings.runSec));
         await contender.settle?.(proc);
       }
+      await contender.warmedUp?.(proc);
     }
     for (let round = 0; round < settings.rounds; round++) {
       for (const { contender, proc, runs } of started) {

@@ -66,7 +66,7 @@ const SCENARIOS: Record<string, (ctx: Context) => Promise<ScenarioResult>> = {
   workers,
 };
 
-/** byIdPlants depends on the settings (by-id.ts): its DELETE range is sized from the durations. */
+/** byIdPlants depends on the settings (by-id.ts): its DELETE range is sized from a run's length. */
 const SIZES: Omit<Required<Sizes>, 'byIdPlants'> = {
   getPlants: 1_000,
   listPlants: 100_000,
@@ -111,6 +111,7 @@ async function main() {
     rounds: setting(flags.rounds, 'BENCH_ROUNDS', 4),
     generator: chooseGenerator(),
   };
+  if (settings.runSec <= 0) throw new Error('BENCH_DURATION (or --duration) must be more than 0');
   pinSelf();
   const scratch = mkdtempSync(join(tmpdir(), 'plant-store-bench-'));
   const startedAt = new Date();

@@ -10,6 +10,16 @@ export const TARGETS = {
   /** Webhooks (issues 12, 22): POST with an answering endpoint against none; p99 with a hanging one against none. */
   webhookThroughputRatio: 0.95,
   webhookHangingP99Ratio: 1.2,
+  /** The third round (issue 22), against the ceiling of the same round unless named otherwise. */
+  writesVsCeiling: 0.75,
+  writesP99VsCeiling: 1.5,
+  slowDiskP99VsCeiling: 4,
+  mixedVsCeiling: 0.75,
+  mixedP99VsCeiling: 2,
+  byIdVsCeiling: 0.75,
+  /** The by-id target is for an account this large; a shorter run seeds a smaller one (scenarios/by-id.ts). */
+  byIdMinPlants: 500_000,
+  postgresVsPeer: 2,
 };
 
 export function median(values: number[]): number {

@@ -17,7 +17,16 @@ export const LABELS: Record<ServerKind, string> = {
 export interface ContenderOptions extends Partial<
   Pick<
     Contender,
-    'measure' | 'beforeStop' | 'afterStop' | 'cpu' | 'loadCpus' | 'reference' | 'background' | 'settle' | 'connections'
+    | 'measure'
+    | 'beforeStop'
+    | 'afterStop'
+    | 'cpu'
+    | 'loadCpus'
+    | 'reference'
+    | 'background'
+    | 'settle'
+    | 'warmedUp'
+    | 'connections'
   >
 > {
   name?: string;
@@ -47,6 +56,7 @@ export function contender(
     ...(options.reference ? { reference: options.reference } : {}),
     ...(options.background ? { background: options.background } : {}),
     ...(options.settle ? { settle: options.settle } : {}),
+    ...(options.warmedUp ? { warmedUp: options.warmedUp } : {}),
   };
 }
 

@@ -121,8 +121,8 @@ export async function webhooks(ctx: Context): Promise<ScenarioResult> {
           name: 'webhook-hanging',
           label: '(c) one endpoint never answering',
           server,
-          settle: async (proc) => {
-            if (Number.isNaN(rssAfterWarmup)) rssAfterWarmup = memory(proc.pid).rss;
+          warmedUp: async (proc) => {
+            rssAfterWarmup = memory(proc.pid).rss;
           },
           beforeStop: async (proc) => ({
             pending: await metric(proc.url, PENDING),
