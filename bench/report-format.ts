@@ -32,3 +32,35 @@ export const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : 'n/a');
 export const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 export const met = (ok: boolean) => (ok ? 'yes' : '**no**');
 export const spread = (r: Ratio) => (r.perRound.length > 1 ? ` (${f2(r.min)}-${f2(r.max)})` : '');
+
+/** A target beside this run's figure: a row of BENCHMARKS.md's tables of targets. */
+export interface TargetRow {
+  what: string;
+  value: string;
+  target: string;
+  ok: boolean;
+}
+
+/** A ratio's median that should reach `target` (`unit` after both, such as `x`). */
+export const atLeast = (what: string, r: Ratio, target: number, unit = ''): TargetRow => ({
+  what,
+  value: `**${f2(r.median)}${unit}**${spread(r)}`,
+  target: `>= ${f2(target)}${unit}`,
+  ok: r.median >= target,
+});
+
+/** A ratio's median, a multiple, that should stay within `target`. */
+export const atMost = (what: string, r: Ratio, target: number): TargetRow => ({
+  what,
+  value: `**${f2(r.median)}x**${spread(r)}`,
+  target: `<= ${f2(target)}x`,
+  ok: r.median <= target,
+});
+
+export function targetTable(rows: TargetRow[]): string {
+  return [
+    '| Target | This run (range over rounds) | Target | Met |',
+    '|---|---:|---:|:-:|',
+    ...rows.map((row) => `| ${row.what} | ${row.value} | ${row.target} | ${met(row.ok)} |`),
+  ].join('\n');
+}

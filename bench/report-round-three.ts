@@ -3,28 +3,8 @@
  * run's figures; where one is not met, bench/analysis.md says why (hand-written, not here).
  */
 import type { ScenarioResult } from './rounds.js';
-import { f2, met, spread, type Results } from './report-format.js';
-import { TARGETS, ratio, server, summarize, type Ratio } from './stats.js';
-
-interface Row {
-  what: string;
-  value: string;
-  target: string;
-  ok: boolean;
-}
-
-const atLeast = (what: string, r: Ratio, target: number, unit = ''): Row => ({
-  what,
-  value: `**${f2(r.median)}${unit}**${spread(r)}`,
-  target: `>= ${f2(target)}${unit}`,
-  ok: r.median >= target,
-});
-const atMost = (what: string, r: Ratio, target: number): Row => ({
-  what,
-  value: `**${f2(r.median)}x**${spread(r)}`,
-  target: `<= ${f2(target)}x`,
-  ok: r.median <= target,
-});
+import { atLeast, atMost, targetTable, type Results, type TargetRow } from './report-format.js';
+import { TARGETS, ratio, server, summarize } from './stats.js';
 
 /** Throughput and p99 of `name` against its reference (the ceiling of its method, or the ceiling). */
 function againstCeiling(s: ScenarioResult | undefined, name: string) {
@@ -32,8 +12,8 @@ function againstCeiling(s: ScenarioResult | undefined, name: string) {
   return x ? summarize(s, x).vsCeiling : undefined;
 }
 
-function roundThreeRows(r: Results): Row[] {
-  const rows: Row[] = [];
+function roundThreeRows(r: Results): TargetRow[] {
+  const rows: TargetRow[] = [];
   const t = TARGETS;
   const writes: Array<[string, ScenarioResult | undefined, string]> = [
     ['POST /plants', r.scenarios.post, 'service'],
@@ -94,8 +74,6 @@ Taken from the same runs as the sections below; the slow-disk target's other hal
 peer) and the webhook target are in the table above. Where a target is not met,
 [bench/analysis.md](bench/analysis.md) says why, from profiles and per-thread CPU of this code.
 
-| Target | This run (range over rounds) | Target | Met |
-|---|---:|---:|:-:|
-${rows.map((row) => `| ${row.what} | ${row.value} | ${row.target} | ${met(row.ok)} |`).join('\n')}
+${targetTable(rows)}
 `;
 }

@@ -4,12 +4,23 @@ import { SYNC_DELAY_MS } from './scenarios/slow-disk.js';
 import type { ListingFigures } from './scenarios/listing.js';
 import { FIGURES } from './report-figures.js';
 import { roundThreeSection } from './report-round-three.js';
-import { f0, f2, met, mib, spread, type Results } from './report-format.js';
+import {
+  atLeast,
+  atMost,
+  f0,
+  f2,
+  met,
+  mib,
+  spread,
+  targetTable,
+  type Results,
+  type TargetRow,
+} from './report-format.js';
 import { TARGETS, ratio, server, summarize, total } from './stats.js';
 
 /** The headline figures, each beside its target. */
-export function targets(r: Results): { what: string; value: string; target: string; ok: boolean | null }[] {
-  const rows: { what: string; value: string; target: string; ok: boolean | null }[] = [];
+function targets(r: Results): TargetRow[] {
+  const rows: TargetRow[] = [];
   for (const [key, label] of [
     ['get', 'GET /plants?limit=10'],
     ['post', 'POST /plants (durable)'],
@@ -18,18 +29,8 @@ export function targets(r: Results): { what: string; value: string; target: stri
     const service = scenario && server(scenario, 'service');
     if (!scenario || !service) continue;
     const vs = summarize(scenario, service).vsCeiling!;
-    rows.push({
-      what: `${label}: req/s / ceiling's`,
-      value: `**${f2(vs.rps.median)}**${spread(vs.rps)}`,
-      target: `>= ${f2(TARGETS.throughputRatio)}`,
-      ok: vs.rps.median >= TARGETS.throughputRatio,
-    });
-    rows.push({
-      what: `${label}: p99 / ceiling's`,
-      value: `**${f2(vs.p99.median)}x**${spread(vs.p99)}`,
-      target: `<= ${f2(TARGETS.p99Ratio)}x`,
-      ok: vs.p99.median <= TARGETS.p99Ratio,
-    });
+    rows.push(atLeast(`${label}: req/s / ceiling's`, vs.rps, TARGETS.throughputRatio));
+    rows.push(atMost(`${label}: p99 / ceiling's`, vs.p99, TARGETS.p99Ratio));
   }
   const post = r.scenarios.post;
   if (post && server(post, 'service')) {
@@ -48,18 +49,12 @@ export function targets(r: Results): { what: string; value: string; target: stri
   if (none && answering && hanging) {
     const rps = ratio(answering, none, (run) => run.rps);
     const p99 = ratio(hanging, none, (run) => run.p99Ms);
-    rows.push({
-      what: 'POST with an endpoint answering 200: req/s / without endpoint',
-      value: `**${f2(rps.median)}**${spread(rps)}`,
-      target: `>= ${f2(TARGETS.webhookThroughputRatio)}`,
-      ok: rps.median >= TARGETS.webhookThroughputRatio,
-    });
-    rows.push({
-      what: 'POST with an endpoint never answering: p99 / without endpoint',
-      value: `**${f2(p99.median)}x**${spread(p99)}`,
-      target: `<= ${f2(TARGETS.webhookHangingP99Ratio)}x`,
-      ok: p99.median <= TARGETS.webhookHangingP99Ratio,
-    });
+    rows.push(
+      atLeast('POST with an endpoint answering 200: req/s / without endpoint', rps, TARGETS.webhookThroughputRatio),
+    );
+    rows.push(
+      atMost('POST with an endpoint never answering: p99 / without endpoint', p99, TARGETS.webhookHangingP99Ratio),
+    );
   }
   const slow = r.scenarios['slow-disk'];
   const slowService = slow && server(slow, 'service-slow-disk');
@@ -138,7 +133,6 @@ function everyRun(r: Results): string {
 export function renderMarkdown(r: Results, resultsFile: string): string {
   const m = r.machine;
   const s = r.settings;
-  const rows = targets(r).map((t) => `| ${t.what} | ${t.value} | ${t.target} | ${t.ok === null ? '' : met(t.ok)} |`);
   const sections = Object.entries(r.scenarios).map(([key, scenario]) => scenarioSection(key, scenario, r));
   return `# Benchmarks
 
@@ -153,9 +147,7 @@ Every ratio divides a server's figure by the ceiling's **measured in the same ro
 ${s.rounds} rounds and, in parentheses, the lowest and highest round. The peers are plain Fastify and
 Express servers with the same SQL and the same token check as the service (bench/peers/).
 
-| Target | This run (range over rounds) | Target | Met |
-|---|---:|---:|:-:|
-${rows.join('\n')}
+${targetTable(targets(r))}
 
 ${roundThreeSection(r)}
 ${sections.join('\n')}
