@@ -1,8 +1,8 @@
 /**
- * `npm run bench:ab -- get|post|by-id ROUNDS CLI...`: several builds of the service (each a copy of
- * `dist/`, given by its cli.js) under the bench's GET, POST or GET /plants/{id} load, taking turns round after round,
- * each on a fresh copy of the same SQLite store; prints req/s, p99 and CPU per request of every run and
- * their medians. For deciding whether a change is faster on a shared machine, where one run of
+ * `npm run bench:ab -- get|post|by-id|mixed ROUNDS CLI...`: several builds of the service (each a copy of
+ * `dist/`, given by its cli.js) under the bench's GET, POST, GET /plants/{id} or many-accounts mixed load, taking turns round after round,
+ * each on a fresh copy of the same SQLite store; prints req/s, p99, CPU per request (and of it in the kernel) and
+ * durable commits of every run, and their medians. For deciding whether a change is faster on a shared machine, where one run of
  * each proves nothing. AB_SEC (seconds per run, default 5), AB_WARM (warm-up, WARMUP_SEC of rounds.ts), AB_ENV (JSON
  * environment for the servers).
  */
@@ -11,38 +11,34 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chooseGenerator, load, type Workload } from './load.js';
 import { LOAD_CPU, SERVER_CPU, pinSelf } from './machine.js';
-import { cpuSeconds, freePort, start } from './procs.js';
+import { isOneLoad, oneLoadSizes, oneLoadWorkload } from './one-load.js';
+import { cpuMeter, freePort, metric, start } from './procs.js';
 import { WARMUP_SEC, nextIdBase } from './rounds.js';
-import { BY_ID_POOL } from './scenarios/by-id.js';
 import { median } from './stats.js';
 import { prepareSqlite } from './stores.js';
 
 const [request, roundsText, ...clis] = process.argv.slice(2);
-if (!['get', 'post', 'by-id'].includes(request ?? '') || !(Number(roundsText) > 0) || clis.length === 0) {
-  process.stderr.write('usage: npm run bench:ab -- get|post|by-id ROUNDS path/to/cli.js [path/to/other/cli.js ...]\n');
+if (!isOneLoad(request) || !(Number(roundsText) > 0) || clis.length === 0) {
+  process.stderr.write(
+    'usage: npm run bench:ab -- get|post|by-id|mixed ROUNDS path/to/cli.js [path/to/other/cli.js ...]\n',
+  );
   process.exit(2);
 }
 const seconds = Number(process.env.AB_SEC ?? 5);
 const warmup = Number(process.env.AB_WARM ?? WARMUP_SEC);
+/** Durable commits made during a run: how many writes each commit carried. */
+const COMMITS = 'plant_store_storage_commits_total';
 const env = JSON.parse(process.env.AB_ENV ?? '{}') as Record<string, string>;
 
 pinSelf();
 const scratch = mkdtempSync(join(tmpdir(), 'plant-store-ab-'));
 const generator = chooseGenerator();
-const runs = new Map<string, { rps: number; cpuUs: number; p99Ms: number }[]>(clis.map((cli) => [cli, []]));
+const runs = new Map<string, { rps: number; cpuUs: number; kernelUs: number; p99Ms: number }[]>(
+  clis.map((cli) => [cli, []]),
+);
 try {
-  const store = await prepareSqlite(scratch, {
-    getPlants: 1_000,
-    listPlants: 0,
-    mixedAccounts: 0,
-    byIdPlants: request === 'by-id' ? BY_ID_POOL : 0,
-  });
-  const workload = (): Workload =>
-    request === 'get'
-      ? { kind: 'get', path: '/plants?limit=10', token: store.tokens.get }
-      : request === 'by-id'
-        ? { kind: 'by-id', method: 'GET', token: store.tokens.byId, firstId: 1, count: BY_ID_POOL, stamp: 0 }
-        : { kind: 'post', token: store.tokens.post, idBase: nextIdBase() };
+  const store = await prepareSqlite(scratch, oneLoadSizes(request));
+  const workload = (): Workload => oneLoadWorkload(request, store, nextIdBase());
   for (let round = 0; round < Number(roundsText); round++) {
     for (const [i, cli] of clis.entries()) {
       const port = await freePort();
@@ -64,20 +60,24 @@ try {
         cpus: LOAD_CPU,
       });
       if (warmup > 0) await load(generator, spec(warmup), scratch);
-      const before = cpuSeconds(proc.pid);
+      const commitsBefore = await metric(proc.url, COMMITS);
+      const cpu = cpuMeter(proc.pid);
       const result = await load(generator, spec(seconds), scratch);
-      const cpuUs = ((cpuSeconds(proc.pid) - before) * 1e6) / result.requests;
+      const { cpuUs, kernelUs } = cpu(result.requests);
+      const commits = (await metric(proc.url, COMMITS)) - commitsBefore;
       await proc.stop();
-      runs.get(cli)!.push({ rps: result.rps, cpuUs, p99Ms: result.p99Ms });
+      runs.get(cli)!.push({ rps: result.rps, cpuUs, kernelUs, p99Ms: result.p99Ms });
       process.stdout.write(
-        `${cli}: ${Math.round(result.rps)} req/s, p99 ${result.p99Ms.toFixed(2)} ms, ${cpuUs.toFixed(1)} us of CPU per request\n`,
+        `${cli}: ${Math.round(result.rps)} req/s, p99 ${result.p99Ms.toFixed(2)} ms, ${cpuUs.toFixed(1)} us of CPU ` +
+          `per request (kernel ${kernelUs.toFixed(1)}), ${commits} commits\n`,
       );
     }
   }
   for (const [cli, list] of runs) {
     process.stdout.write(
       `${cli}: median ${Math.round(median(list.map((r) => r.rps)))} req/s, p99 ${median(list.map((r) => r.p99Ms)).toFixed(2)} ms, ` +
-        `${median(list.map((r) => r.cpuUs)).toFixed(1)} us of CPU per request (lowest ${Math.min(...list.map((r) => r.cpuUs)).toFixed(1)})\n`,
+        `${median(list.map((r) => r.cpuUs)).toFixed(1)} us of CPU per request (lowest ${Math.min(...list.map((r) => r.cpuUs)).toFixed(1)}; ` +
+        `kernel ${median(list.map((r) => r.kernelUs)).toFixed(1)})\n`,
     );
   }
 } finally {

@@ -45,8 +45,8 @@ process.on('exit', () => {
 });
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => process.exit(130));
 
-async function waitReady(url: string, child: ChildProcess, logFile: string) {
-  const deadline = Date.now() + 60_000;
+async function waitReady(url: string, child: ChildProcess, logFile: string, withinMs = 60_000) {
+  const deadline = Date.now() + withinMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null)
       throw new Error(`exited (${child.exitCode}) before listening:\n${readFileSync(logFile, 'utf8')}`);
@@ -58,7 +58,7 @@ async function waitReady(url: string, child: ChildProcess, logFile: string) {
       await sleep(100);
     }
   }
-  throw new Error(`not listening after 60 s:\n${readFileSync(logFile, 'utf8')}`);
+  throw new Error(`not listening after ${withinMs / 1000} s:\n${readFileSync(logFile, 'utf8')}`);
 }
 
 /** The first child of `pid` (the program a wrapper such as strace runs), from /proc. */
@@ -74,6 +74,10 @@ export interface StartOptions {
   /** The server's command line; `wrap` (say strace and its flags) runs it, `cpus` pins both. */
   command: string[];
   wrap?: string[];
+  /** The wrapper becomes the server's process rather than its parent (valgrind does). */
+  wrapIsServer?: boolean;
+  /** How long the server may take to listen (60 s by default). */
+  readyWithinMs?: number;
   cpus: string | null;
   env: Record<string, string>;
   port: number;
@@ -94,8 +98,8 @@ export async function start(options: StartOptions): Promise<Proc> {
   closeSync(log);
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
   const url = `http://127.0.0.1:${options.port}`;
-  await waitReady(url + options.probePath, child, options.logFile);
-  const pid = options.wrap ? childOf(child.pid!) : child.pid!;
+  await waitReady(url + options.probePath, child, options.logFile, options.readyWithinMs);
+  const pid = options.wrap && !options.wrapIsServer ? childOf(child.pid!) : child.pid!;
   running.add(child.pid!).add(pid);
   void exited.then(() => running.delete(child.pid!) && running.delete(pid));
   return {
@@ -133,10 +137,25 @@ export function resetPeak(pid: number): boolean {
 
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
-/** User + system CPU time of a process (all its threads) so far, in seconds, from /proc/PID/stat. */
-export function cpuSeconds(pid: number): number {
+/** The CPU time of a process (all its threads) so far, in seconds, from /proc/PID/stat: in its own code, and in the kernel's for it. */
+function cpuTimes(pid: number): { user: number; system: number } {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  return { user: Number(fields[11]) / CLOCK_TICKS, system: Number(fields[12]) / CLOCK_TICKS };
+}
+
+/**
+ * The CPU a process (all its threads) spends from now on, per request: call the returned function
+ * with the requests served meanwhile. `kernelUs` is the part spent in the kernel for it (system
+ * calls, the network stack), the part that differs most between hosts (bench/analysis.md).
+ */
+export function cpuMeter(pid: number): (requests: number) => { cpuUs: number; kernelUs: number } {
+  const before = cpuTimes(pid);
+  return (requests) => {
+    const after = cpuTimes(pid);
+    const perRequest = (seconds: number) => (seconds * 1e6) / requests;
+    const kernelUs = perRequest(after.system - before.system);
+    return { cpuUs: perRequest(after.user - before.user) + kernelUs, kernelUs };
+  };
 }
 
 /**

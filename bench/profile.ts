@@ -10,17 +10,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { callTree, flameSvg, selfByPlace, topFunctions, type CpuProfile } from './flame.js';
-import { chooseGenerator, load, type LoadSpec, type Workload } from './load.js';
+import { chooseGenerator, load, type LoadSpec } from './load.js';
 import { LOAD_CPU, SERVER_CPU, pinSelf } from './machine.js';
-import { cpuSeconds } from './procs.js';
+import { isOneLoad, oneLoadSizes, oneLoadWorkload } from './one-load.js';
+import { cpuMeter } from './procs.js';
 import { WARMUP_SEC } from './rounds.js';
-import { BY_ID_POOL } from './scenarios/by-id.js';
-import { MIXED } from './scenarios/mixed.js';
 import { startServer } from './servers.js';
 import { prepareSqlite } from './stores.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const request = (['post', 'mixed', 'by-id'] as const).find((name) => name === process.argv[2]) ?? 'get';
+const request = isOneLoad(process.argv[2]) ? process.argv[2] : 'get';
 const seconds = Number(process.argv[3] ?? 10);
 const scratch = mkdtempSync(join(tmpdir(), 'plant-store-profile-'));
 const profileDir = join(scratch, 'cpu-prof');
@@ -28,12 +27,7 @@ const generator = chooseGenerator();
 pinSelf();
 
 try {
-  const store = await prepareSqlite(scratch, {
-    getPlants: 1_000,
-    listPlants: 0,
-    mixedAccounts: request === 'mixed' ? 1_000 : 0,
-    byIdPlants: request === 'by-id' ? BY_ID_POOL : 0,
-  });
+  const store = await prepareSqlite(scratch, oneLoadSizes(request));
   const server = await startServer('service', store, {
     scratch,
     cpus: SERVER_CPU,
@@ -45,20 +39,7 @@ try {
     mixed: 'Many accounts, mixed',
     'by-id': 'GET /plants/{id}',
   }[request];
-  const workloads: Record<typeof request, (idBase: number) => Workload> = {
-    get: () => ({ kind: 'get', path: '/plants?limit=10', token: store.tokens.get }),
-    post: (idBase) => ({ kind: 'post', token: store.tokens.post, idBase }),
-    mixed: (idBase) => ({ kind: 'mixed', tokensFile: store.mixedTokensFile, idBase, ...MIXED }),
-    'by-id': () => ({
-      kind: 'by-id',
-      method: 'GET',
-      token: store.tokens.byId,
-      firstId: 1,
-      count: BY_ID_POOL,
-      stamp: 0,
-    }),
-  };
-  const workload = workloads[request];
+  const workload = (idBase: number) => oneLoadWorkload(request, store, idBase);
   const spec = (durationSec: number, idBase: number): LoadSpec => ({
     baseUrl: server.url,
     workload: workload(idBase),
@@ -67,9 +48,9 @@ try {
     cpus: LOAD_CPU,
   });
   await load(generator, spec(WARMUP_SEC, 4_000_000_000_000), scratch);
-  const before = cpuSeconds(server.pid);
+  const cpu = cpuMeter(server.pid);
   const result = await load(generator, spec(seconds, 5_000_000_000_000), scratch);
-  const cpuUs = ((cpuSeconds(server.pid) - before) * 1e6) / result.requests;
+  const { cpuUs } = cpu(result.requests);
   await server.stop();
 
   const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));

@@ -83,7 +83,8 @@ function serverTable(scenario: ScenarioResult): string {
   const rows = scenario.servers.map((s) => {
     const m = summarize(scenario, s);
     const vs = m.vsCeiling;
-    const cpu = m.cpuUsPerRequest === null ? '' : `${f0(m.cpuUsPerRequest)} µs`;
+    const kernel = m.kernelUsPerRequest === null ? '' : ` (kernel ${f0(m.kernelUsPerRequest)})`;
+    const cpu = m.cpuUsPerRequest === null ? '' : `${f0(m.cpuUsPerRequest)} µs${kernel}`;
     return (
       `| ${s.label} | ${f0(m.rps)} | ${vs ? `**${f2(vs.rps.median)}**${spread(vs.rps)}` : ''} | ${f2(m.p50Ms)} ms | ` +
       `${f2(m.p99Ms)} ms | ${vs ? `${f2(vs.p99.median)}x` : ''} | ${cpu} | ${vs?.cpu ? `${f2(vs.cpu.median)}x` : ''} | ${m.failures} |`
@@ -92,7 +93,7 @@ function serverTable(scenario: ScenarioResult): string {
   // A scenario whose ratios divide by another server than a ceiling says which in its text.
   const ref = scenario.servers.some((s) => s.reference && !s.reference.startsWith('ceiling')) ? 'reference' : 'ceiling';
   return [
-    `| Server | req/s | req/s / ${ref} (range over rounds) | p50 | p99 | p99 / ${ref} | CPU per request | CPU / ${ref} | Failed |`,
+    `| Server | req/s | req/s / ${ref} (range over rounds) | p50 | p99 | p99 / ${ref} | CPU per request (of it in the kernel) | CPU / ${ref} | Failed |`,
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
   ].join('\n');

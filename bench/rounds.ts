@@ -5,7 +5,7 @@
  */
 import { load, type Generator, type LoadResult, type LoadSpec, type Workload } from './load.js';
 import { LOAD_CPU } from './machine.js';
-import { cpuSeconds, type Proc } from './procs.js';
+import { cpuMeter, type Proc } from './procs.js';
 import type { BenchStore, Sizes } from './stores.js';
 
 /**
@@ -38,6 +38,11 @@ export interface Context {
 /** One measured run; the server's CPU time per request when it is a single process; scenario figures in `extra`. */
 export interface Run extends LoadResult {
   cpuUsPerRequest: number | null;
+  /**
+   * The part of it spent in the kernel (system calls, the network stack, page faults): what does
+   * not shrink with a faster core as user code does (bench/analysis.md). Absent in older results.
+   */
+  kernelUsPerRequest?: number | null;
   extra?: Record<string, number>;
 }
 
@@ -106,7 +111,8 @@ export function nextIdBase(): number {
 
 function show(log: (line: string) => void, name: string, r: Run) {
   const failures = r.failures > 0 ? `  FAILURES ${r.failures}` : '';
-  const cpu = r.cpuUsPerRequest === null ? '' : `  CPU ${r.cpuUsPerRequest.toFixed(0).padStart(4)} us/req`;
+  const kernel = r.kernelUsPerRequest == null ? '' : ` (kernel ${r.kernelUsPerRequest.toFixed(0)})`;
+  const cpu = r.cpuUsPerRequest === null ? '' : `  CPU ${r.cpuUsPerRequest.toFixed(0).padStart(4)} us/req${kernel}`;
   const extra = Object.entries(r.extra ?? {})
     .map(([k, v]) => `  ${k} ${Number.isInteger(v) ? v : v.toFixed(3)}`)
     .join('');
@@ -152,17 +158,21 @@ export async function alternate(ctx: Context, contenders: Contender[]): Promise<
     }
     for (let round = 0; round < settings.rounds; round++) {
       for (const { contender, proc, runs } of started) {
-        const withCpu = contender.cpu !== false;
         const figures = (await contender.measure?.before(proc)) ?? [];
-        const cpuBefore = withCpu ? cpuSeconds(proc.pid) : 0;
+        const cpu = contender.cpu !== false ? cpuMeter(proc.pid) : null;
         const { result, backgroundRps } = await run(contender, proc, round, settings.runSec);
-        const cpuUsPerRequest = withCpu ? ((cpuSeconds(proc.pid) - cpuBefore) * 1e6) / result.requests : null;
+        const used = cpu?.(result.requests);
         const extra = {
           ...(contender.measure ? await contender.measure.after(proc, figures) : {}),
           ...(backgroundRps === undefined ? {} : { backgroundRps }),
         };
         await contender.settle?.(proc);
-        const measured: Run = { ...result, cpuUsPerRequest, ...(Object.keys(extra).length > 0 ? { extra } : {}) };
+        const measured: Run = {
+          ...result,
+          cpuUsPerRequest: used?.cpuUs ?? null,
+          kernelUsPerRequest: used?.kernelUs ?? null,
+          ...(Object.keys(extra).length > 0 ? { extra } : {}),
+        };
         runs.push(measured);
         show(ctx.log, contender.label, measured);
       }

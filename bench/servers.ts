@@ -41,6 +41,9 @@ export interface ServerOptions {
   nodeArgs?: string[];
   /** A command that runs the server (strace and its flags). */
   wrap?: string[];
+  /** The wrapper becomes the server's process (valgrind), and how long it may take to listen. */
+  wrapIsServer?: boolean;
+  readyWithinMs?: number;
 }
 
 export async function startServer(kind: ServerKind, store: BenchStore, options: ServerOptions): Promise<Proc> {
@@ -48,7 +51,8 @@ export async function startServer(kind: ServerKind, store: BenchStore, options: 
   const port = await freePort();
   const logFile = join(options.scratch, `${name.replace(/\W+/g, '-')}.log`);
   const nodeArgs = options.nodeArgs ?? [];
-  const common = { name, wrap: options.wrap, cpus: options.cpus, port, logFile };
+  const { wrap, wrapIsServer, readyWithinMs } = options;
+  const common = { name, wrap, wrapIsServer, readyWithinMs, cpus: options.cpus, port, logFile };
   if (kind === 'service') {
     const database = store.databaseFor(name);
     return start({

@@ -53,6 +53,8 @@ export interface Summary {
   p50Ms: number;
   p99Ms: number;
   cpuUsPerRequest: number | null;
+  /** Of which in the kernel (median over rounds); null for results recorded before it was measured. */
+  kernelUsPerRequest: number | null;
   failures: number;
   /** Against the server's reference (the ceiling unless it names another), round by round; null without one. */
   vsCeiling: { rps: Ratio; p99: Ratio; cpu: Ratio | null } | null;
@@ -65,12 +67,14 @@ export function server(scenario: ScenarioResult, name: string): ServerResult | u
 export function summarize(scenario: ScenarioResult, s: ServerResult): Summary {
   const ceiling = server(scenario, s.reference ?? 'ceiling');
   const cpu = s.runs.map((r) => r.cpuUsPerRequest).filter((v): v is number => v !== null);
+  const kernel = s.runs.map((r) => r.kernelUsPerRequest).filter((v): v is number => typeof v === 'number');
   const withCeiling = ceiling !== undefined && ceiling !== s;
   return {
     rps: median(s.runs.map((r) => r.rps)),
     p50Ms: median(s.runs.map((r) => r.p50Ms)),
     p99Ms: median(s.runs.map((r) => r.p99Ms)),
     cpuUsPerRequest: cpu.length > 0 ? median(cpu) : null,
+    kernelUsPerRequest: kernel.length > 0 ? median(kernel) : null,
     failures: s.runs.reduce((sum, r) => sum + r.failures, 0),
     vsCeiling: withCeiling
       ? {

@@ -27,6 +27,8 @@ import { sharedSerializers } from './http/shared-serializers.js';
 import { gracefulStop } from './ops/graceful-stop.js';
 import { health } from './ops/health.js';
 import { LogOutput } from './ops/log-output.js';
+import { dependencyErrors, measureUnreachable } from './ops/metrics.js';
+import { storeReport } from './ops/store-report.js';
 import { lazyChildLogger, observability, requestId, type LogDestination } from './ops/observability.js';
 import type { Tracing } from './ops/span-types.js';
 import { plantRoutes } from './plants/routes.js';
@@ -139,17 +141,23 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   app.addHook('preParsing', refuseEncodedBody);
   app.addHook('onResponse', noteEarlyAnswer);
   await app.register(openApi);
+  storage.reportTo?.(storeReport(app.log));
+  if (storage.unreachableSeconds) measureUnreachable(() => storage.unreachableSeconds!());
   await app.register(health, { storage });
   await app.register(bearer, {
     apiToken: apiTokenVerifier(storage),
-    // jose is loaded only when JWTs are on (most stores use API tokens alone): importing it is
-    // about 6 % of the CPU a start spends loading modules.
+    // jose is loaded only when JWTs are on (most stores use API tokens alone): importing it is a
+    // visible part of what a start spends loading modules (bench/analysis.md).
     jwt: jwtIsOn(config) ? (await import('./auth/jwt.js')).jwtVerifier(config) : undefined,
     failureLimit: config.authFailureLimit,
   });
-  await app.register(rateLimit, { rateLimit: config.rateLimit, redisUrl: config.redisUrl });
+  await app.register(rateLimit, {
+    rateLimit: config.rateLimit,
+    redisUrl: config.redisUrl,
+    onRedisError: () => dependencyErrors.inc({ dependency: 'redis' }),
+  });
   // The change feed: this process's commits reach its open streams at once (notifyingFeed).
-  const cursors = new FeedCursors(await storage.feedKey());
+  const cursors = new FeedCursors(() => storage.feedKey());
   const hub =
     config.eventRetention > 0 ? new FeedHub(storage, cursors, { ...hubSettings(config), log: app.log }) : null;
   const plantStore = hub === null ? storage : notifyingFeed(storage, hub);

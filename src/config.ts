@@ -1,6 +1,7 @@
 import { feedSettings } from './config/feed-settings.js';
 import {
   databaseUrl,
+  durationWithin,
   postgresUrl,
   httpUrl,
   integer,
@@ -61,6 +62,15 @@ export const serverSettings = {
     help: 'PostgreSQL connections per process (each worker has its own pool)',
     default: 10,
     parse: integer(1, 10_000),
+  },
+  databaseTimeout: {
+    flag: '--database-timeout <duration>',
+    env: 'DATABASE_TIMEOUT',
+    help:
+      'PostgreSQL: longest wait for a connection, a query or a commit; a request that waits longer is ' +
+      'answered 503 with Retry-After (docs/operating.md, "When a dependency fails")',
+    defaultText: '5s',
+    parse: durationWithin(1_000, 300_000, '1s to 5m'),
   },
   rateLimit: {
     flag: '--rate-limit <n>',

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { LIMITS } from './limits.js';
-import { isStorageUnavailable } from './storage/unavailable.js';
+import { isStorageUnavailable, unavailableMessage } from './storage/unavailable.js';
 
 /**
  * The OWASP REST set, on every JSON answer (errors, 404/405, the ops endpoints, the raw answers of
@@ -69,7 +69,7 @@ export function toErrorResponse(error: FastifyError | HttpError | Error): {
   if (statusCode === 503 || isStorageUnavailable(error)) {
     return {
       statusCode: 503,
-      message: 'the store is unavailable right now; retry shortly',
+      message: unavailableMessage(error),
       headers: { 'retry-after': '1' },
     };
   }
@@ -86,7 +86,12 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   if (statusCode >= 500) {
     // An HttpError is an answer given on purpose (stopping, a provider down): worth a line, not a stack.
     if (error instanceof HttpError) request.log.warn({ status: statusCode, reason: message }, 'request refused');
-    else request.log.error({ err: error }, 'request failed');
+    // So is a store that cannot take it now (its cause is logged once where it is met): the code and
+    // the store's own words, not a stack per request.
+    else if (isStorageUnavailable(error)) {
+      const { code } = error as { code?: string };
+      request.log.warn({ status: statusCode, reason: message, code, cause: error.message }, 'request refused');
+    } else request.log.error({ err: error }, 'request failed');
   }
   return reply.code(statusCode).headers(headers).type(JSON_CONTENT_TYPE).send(errorBody(statusCode, message));
 }

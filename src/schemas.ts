@@ -104,6 +104,8 @@ export const IfMatchHeaders = Type.Object(
   {
     'if-match': Type.Optional(
       Type.String({
+        // The pattern refuses an empty value too; said outright for generators that skip patterns.
+        minLength: 1,
         pattern: IF_MATCH_PATTERN,
         description:
           'Change the plant only if its current ETag is one of these (or *); else 412 and nothing changes. ' +

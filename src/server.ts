@@ -4,6 +4,7 @@ import { buildApp } from './app.js';
 import { issueFirstToken } from './auth/api-tokens.js';
 import type { Config } from './config.js';
 import { answerMetricCollections } from './ops/cluster-metrics.js';
+import { onCtrlC } from './ops/ctrl-c.js';
 import { announceFirstToken, baseUrl, FIRST_TOKEN_LOGGED } from './ops/first-token.js';
 import { logStart } from './ops/start-line.js';
 import { supervise } from './ops/supervisor.js';
@@ -16,9 +17,33 @@ function openConfiguredStorage(config: Config): Promise<Storage> {
   return openStorage(config.database, {
     pgPoolMax: config.pgPoolMax,
     databaseDirectUrl: config.databaseDirectUrl,
+    databaseTimeoutMs: config.databaseTimeout,
+    waitForDatabase: true,
     feed: config.eventRetention > 0,
     sqliteWriter: config.sqliteWriter,
   });
+}
+
+/**
+ * A store whose database did not answer at start serves 503 until it does (storage/postgres):
+ * then the first token is made (by the process that makes it), or on an error no retry can mend
+ * the process exits 1 with one line, as it would have at once. A token that cannot be made then
+ * (the database gone again) is made at the next start.
+ */
+async function whenStoreReady(
+  store: Storage,
+  { issueToken, fail }: { issueToken: ((token: string) => void) | null; fail: (reason: string) => void },
+): Promise<void> {
+  const waiting = store.untilReady?.();
+  if (!waiting) return;
+  try {
+    await waiting;
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+  if (issueToken === null) return;
+  const token = await issueFirstToken(store).catch(() => null);
+  if (token !== null) issueToken(token);
 }
 
 /**
@@ -30,18 +55,20 @@ async function serveHere(config: Config, store: Storage, firstToken: string | nu
   const tracing = await startTracing(config);
   const app = await buildApp({ config, storage: store, tracing });
   const worker = cluster.isWorker;
-  closeWithGrace(
+  let stopping = false;
+  const closer = closeWithGrace(
     {
       delay: config.shutdownTimeout,
       logger: app.log,
       onTimeout: (delay) => app.log.error(`stopped: requests were still running ${delay} ms after the signal`),
-      // A worker stops when its primary forwards the signal; a terminal's Ctrl-C reaches the whole
-      // process group, and a second signal would make it exit at once.
-      skip: worker ? ['SIGINT'] : [],
+      // SIGINT is Ctrl-C's, which may come twice for one press (ops/ctrl-c.ts). A worker ignores
+      // it: the terminal's reaches the whole process group, and it stops when its primary says.
+      skip: ['SIGINT'],
     },
-    async ({ signal, err }) => {
+    async ({ signal, err, manual }) => {
+      stopping = true;
       if (err) app.log.error({ err }, 'stopping after an unexpected error');
-      else app.log.info({ signal }, 'stopping: finishing in-flight requests');
+      else app.log.info({ signal: manual ? 'SIGINT' : signal }, 'stopping: finishing in-flight requests');
       await app.close();
       await store.close();
       await tracing?.shutdown();
@@ -51,14 +78,32 @@ async function serveHere(config: Config, store: Storage, firstToken: string | nu
   if (worker) {
     process.on('SIGINT', () => {}); // see `skip` above
     answerMetricCollections();
+  } else {
+    const force = () => {
+      app.log.error('second SIGINT, exiting');
+      process.exit(1);
+    };
+    onCtrlC({ stop: () => (stopping ? force() : closer.close()), force });
   }
   if (!worker) logStart(app.log, config); // with --workers, the primary says it once
   if (firstToken !== null) app.log.info({ account: 'default' }, FIRST_TOKEN_LOGGED);
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
-  if (firstToken !== null && address !== null && typeof address === 'object') {
-    announceFirstToken(firstToken, baseUrl(address.address, address.port));
-  }
+  const url = address !== null && typeof address === 'object' ? baseUrl(address.address, address.port) : null;
+  if (firstToken !== null && url !== null) announceFirstToken(firstToken, url);
+  void whenStoreReady(store, {
+    issueToken: worker
+      ? null
+      : (token) => {
+          app.log.info({ account: 'default' }, FIRST_TOKEN_LOGGED);
+          if (url !== null) announceFirstToken(token, url);
+        },
+    fail: (reason) => {
+      app.log.error({ reason }, 'database: refused for good; exiting');
+      process.stderr.write(`plant-store: ${reason}\n`);
+      process.exit(1);
+    },
+  });
 }
 
 export async function serve(config: Config) {
@@ -66,8 +111,13 @@ export async function serve(config: Config) {
   tracesWanted();
   if (cluster.isWorker) return serveHere(config, await openConfiguredStorage(config), null);
   if (config.workers > 1) {
-    return supervise(config, async () => {
+    return supervise(config, async (later) => {
       const store = await openConfiguredStorage(config);
+      if (store.untilReady?.()) {
+        // The workers start at once and wait for the database themselves; this waits beside them.
+        void whenStoreReady(store, { issueToken: later.token, fail: later.failed }).finally(() => store.close());
+        return null;
+      }
       try {
         return await issueFirstToken(store);
       } finally {
@@ -75,7 +125,8 @@ export async function serve(config: Config) {
       }
     });
   }
-  // Migrations (in openStorage) and the first token happen before serving.
+  // Migrations (in openStorage) and the first token happen before serving, unless the database
+  // does not answer at start: then it serves 503 until it does.
   const store = await openConfiguredStorage(config);
-  return serveHere(config, store, await issueFirstToken(store));
+  return serveHere(config, store, store.untilReady?.() ? null : await issueFirstToken(store));
 }

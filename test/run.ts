@@ -13,10 +13,14 @@ import { spec, tap } from 'node:test/reporters';
 
 /** The files that take longest (wall time, measured on a 2-core VM), started first so the others fill in around them. */
 const SLOWEST_FIRST = [
-  'cli/copy.test.ts',
-  'cli/cli.test.ts',
   'webhooks/delivery.test.ts',
   'feed/commit-order.test.ts',
+  'reliability/postgres-restart.test.ts',
+  'cli/copy.test.ts',
+  'reliability/redis-faults.test.ts',
+  'reliability/own-parts.test.ts',
+  'docs/running-the-tests.test.ts',
+  'cli/cli.test.ts',
   'feed/bounds.test.ts',
   'feed/across-processes.test.ts',
   'contract/list.test.ts',
@@ -30,6 +34,11 @@ const SLOWEST_FIRST = [
   'reliability/soak.test.ts',
   'scale/scale-out.test.ts',
   'docs/browser.test.ts',
+  'ops/ctrl-c.test.ts',
+  'reliability/disk-full.test.ts',
+  'reliability/postgres-network.test.ts',
+  'reliability/postgres-start.test.ts',
+  'docs/snippets.test.ts',
 ];
 
 /**
@@ -55,10 +64,62 @@ const all = readdirSync(root, { recursive: true, encoding: 'utf8' })
   .sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 const files = named.length > 0 ? named : all.map((file) => join(root, file));
 
-const stream = run({ files, concurrency: named.length > 0 ? 1 : CONCURRENCY });
-// As `node --test`: a failing test marked todo does not fail the run.
-stream.on('test:fail', ({ todo }) => {
-  if (todo === undefined || todo === false) process.exitCode = 1;
+/**
+ * A file that has not ended by then fails and its process is killed, so that one hung file (a server
+ * that never answers, a handle left open) fails the run instead of holding CI until its own limit.
+ * The slowest file takes about 5 minutes on a 2-core VM with another file beside it.
+ */
+const FILE_TIMEOUT_MS = 10 * 60_000;
+
+// forceExit: a file's process ends once its tests have, whatever handle a test left open.
+const stream = run({
+  files,
+  concurrency: named.length > 0 ? 1 : CONCURRENCY,
+  timeout: FILE_TIMEOUT_MS,
+  forceExit: true,
+});
+// Each file's time (its top-level tests, one after another), the slowest told at the end: what
+// SLOWEST_FIRST is kept by, and what to look at when the run grows.
+const fileMs = new Map<string, number>();
+const countFile = ({
+  nesting,
+  file,
+  details,
+}: {
+  nesting: number;
+  file?: string;
+  details: { duration_ms: number };
+}) => {
+  if (nesting === 0 && file !== undefined) fileMs.set(file, (fileMs.get(file) ?? 0) + details.duration_ms);
+};
+stream.on('test:pass', countFile);
+stream.on('test:fail', countFile);
+// A failing test fails the run unless it is marked todo, as with `node --test`; each is named again
+// at the end, with the first line of its error: CI keeps only the tail of a run's output, and a
+// suite's failure says only that a test inside it failed.
+const failures: string[] = [];
+const suitesOf = new Map<string | undefined, string[]>();
+stream.on('test:start', ({ name, nesting, file }) => {
+  const suites = suitesOf.get(file) ?? [];
+  suites.length = nesting;
+  suites.push(name);
+  suitesOf.set(file, suites);
+});
+stream.on('test:fail', ({ name, nesting, file, todo, details }) => {
+  if (todo !== undefined && todo !== false) return;
+  process.exitCode = 1;
+  const error = details.error as Error & { failureType?: string; cause?: unknown };
+  if (error.failureType === 'subtestsFailed') return;
+  const cause = error.cause instanceof Error ? error.cause.message : String(error.cause ?? error.message);
+  const path = [...(suitesOf.get(file) ?? []).slice(0, nesting), name].join(' > ');
+  failures.push(`  ${file === undefined ? '' : `${relative(root, file)}: `}${path}: ${cause.split('\n')[0]}`);
+});
+stream.on('end', () => {
+  if (failures.length > 0) console.error(`failed (${failures.length}):\n${failures.join('\n')}`);
+  const slowest = [...fileMs].sort(([, a], [, b]) => b - a).slice(0, 12);
+  console.error(
+    `slowest files: ${slowest.map(([file, ms]) => `${relative(root, file)} ${(ms / 1000).toFixed(0)} s`).join(', ')}`,
+  );
 });
 stream.compose(process.stdout.isTTY ? new spec() : tap).pipe(process.stdout);
 if (named.length === 0)

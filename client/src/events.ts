@@ -1,17 +1,15 @@
 import { PlantStoreError } from './errors.js';
+import { eventPlant } from './event-plant.js';
 import { parseJson } from './json.js';
 import { backoffMs, sleep, type RetryPolicy } from './retry.js';
 import { sseMessages } from './sse.js';
 import type { Transport } from './transport.js';
+import type { EventPlant } from './types.js';
 
 export type FeedEventType = 'ready' | 'plant.created' | 'plant.updated' | 'plant.deleted';
 
 /** A plant as the change feed reports it: the webhook body, its id exact. */
-export interface FeedPlant {
-  id: bigint;
-  name: string;
-  tag?: string;
-}
+export type FeedPlant = EventPlant;
 
 /** One message of the change feed: `ready` (no plant) or a change, with the cursor that follows it. */
 export interface FeedEvent {
@@ -74,8 +72,7 @@ export async function* streamEvents(
 }
 
 function toPlant(data: string): FeedPlant {
-  const body = parseJson(data) as { id: bigint | number; name: string; tag?: string };
-  const plant: FeedPlant = { id: BigInt(body.id), name: body.name };
-  if (body.tag !== undefined) plant.tag = body.tag;
+  const plant = eventPlant(parseJson(data));
+  if (plant === undefined) throw new TypeError(`a change-feed message that is not a plant: ${data}`);
   return plant;
 }

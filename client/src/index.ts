@@ -94,14 +94,14 @@ export class PlantStore {
       limit,
       cursor,
       tag,
-      q,
-      sort,
       count,
+      ...filters
     }: PlantQuery & { limit?: number; cursor?: string | null; count?: boolean } = {},
     options?: RequestOptions,
   ) {
     const tags = typeof tag === 'string' ? [tag] : tag;
-    const query = { limit, cursor: cursor ?? undefined, tag: tags, q, sort };
+    // Every other filter (and `sort`) goes as it is, under its own name.
+    const query = { limit, cursor: cursor ?? undefined, tag: tags, ...filters };
     const headers = { prefer: count ? 'count=exact' : undefined };
     const reply = await this.#http.send({ method: 'GET', path: '/plants', query, headers }, options);
     const next = nextLink(reply.headers);

@@ -31,17 +31,19 @@ export interface PlantPage {
   total?: number;
 }
 
-/** `id`, `-id`, `name` (by the name's code points, ties by id) or `-name`. */
-export type PlantSort = NonNullable<NonNullable<operations['listPlants']['parameters']['query']>['sort']>;
+type ListParameters = NonNullable<operations['listPlants']['parameters']['query']>;
 
-/** Which plants a listing holds, in which order; every field optional, the filters ANDed. */
-export interface PlantQuery {
+/** `id`, `-id`, `name` (by the name's code points, ties by id) or `-name`. */
+export type PlantSort = NonNullable<ListParameters['sort']>;
+
+/**
+ * Which plants a listing holds, in which order: the query parameters of `listPlants` as the served
+ * document declares them (every filter it has, ANDed), but the paging ones; `tag` may be one string.
+ */
+export type PlantQuery = Omit<ListParameters, 'limit' | 'cursor' | 'tag'> & {
   /** Plants whose tag equals this exactly, or any of these (up to 16). */
   tag?: string | readonly string[];
-  /** Plants whose name contains this, ignoring case (Unicode simple case folding). */
-  q?: string;
-  sort?: PlantSort;
-}
+};
 
 export interface PlantWithTag {
   plant: Plant;
@@ -49,46 +51,29 @@ export interface PlantWithTag {
   etag: string;
 }
 
-export type WebhookEventType = 'plant.created' | 'plant.updated' | 'plant.deleted';
+/** A plant as an event carries it (the webhook body, the change feed's data): the `Plant` with its id, exact. */
+export type EventPlant = Plant & { id: bigint };
 
-/**
- * The `/webhooks` shapes come from the served document once it has those operations
- * (`npm run client:generate`); until then, from the contract.
- */
+export type WebhookEventType = Schemas['WebhookEndpoint']['events'][number];
+
+/** The `/webhooks` shapes, as the served document declares them. */
 type JsonOf<Response> = Response extends { content: { 'application/json': infer Body } } ? Body : never;
-type Answer<Op extends string, Status extends number, Contract> = Op extends keyof operations
-  ? Status extends keyof operations[Op]['responses']
-    ? JsonOf<operations[Op]['responses'][Status]>
-    : Contract
-  : Contract;
-type Input<Op extends string, Contract> = Op extends keyof operations
-  ? operations[Op] extends { requestBody?: { content: { 'application/json': infer Body } } }
-    ? Body
-    : Contract
-  : Contract;
-
-interface ContractWebhook {
-  id: string;
-  url: string;
-  events: WebhookEventType[];
-  description?: string | null;
-  enabled: boolean;
-  createdAt: string;
+type Answer<Op extends keyof operations, Status extends keyof operations[Op]['responses']> = JsonOf<
+  operations[Op]['responses'][Status]
+>;
+type Input<Op extends keyof operations> = operations[Op] extends {
+  requestBody?: { content: { 'application/json': infer Body } };
 }
+  ? Body
+  : never;
 
-export type Webhook = Answer<'getWebhook', 200, ContractWebhook>;
+export type Webhook = Answer<'getWebhook', 200>;
 /** As created: the only time the `secret` is shown. */
-export type WebhookWithSecret = Answer<'createWebhook', 201, ContractWebhook & { secret: string }>;
-export type NewWebhook = Input<
-  'createWebhook',
-  { url: string; events?: WebhookEventType[]; description?: string; enabled?: boolean }
->;
-export type WebhookPatch = Input<
-  'updateWebhook',
-  { url?: string; events?: WebhookEventType[]; description?: string; enabled?: boolean }
->;
-export type RotatedSecret = Answer<'rotateWebhookSecret', 200, { secret: string; [field: string]: unknown }>;
-export type WebhookDeliveries = Answer<'listWebhookDeliveries', 200, Record<string, unknown>[]>;
-export type Recovery = Answer<'recoverWebhookDeliveries', 202, Record<string, unknown>>;
+export type WebhookWithSecret = Answer<'createWebhook', 201>;
+export type NewWebhook = Input<'createWebhook'>;
+export type WebhookPatch = Input<'updateWebhook'>;
+export type RotatedSecret = Answer<'rotateWebhookSecret', 200>;
+export type WebhookDeliveries = Answer<'listWebhookDeliveries', 200>;
+export type Recovery = Answer<'recoverWebhookDeliveries', 202>;
 /** A webhook's id as it appears in its URL. */
 export type WebhookId = string | number | bigint;

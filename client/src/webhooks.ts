@@ -1,6 +1,7 @@
 import { WebhookVerificationError } from './errors.js';
 import { parseJson } from './json.js';
-import type { WebhookEventType } from './types.js';
+import { eventPlant } from './event-plant.js';
+import type { EventPlant, WebhookEventType } from './types.js';
 
 /** A verified delivery: the Standard Webhooks id and timestamp, the event type, and the plant. */
 export interface WebhookEvent {
@@ -10,7 +11,7 @@ export interface WebhookEvent {
   /** `webhook-timestamp`: when this attempt was signed. */
   timestamp: Date;
   /** The plant as `NewPlant` (for `plant.deleted`, as it was), its id exact. */
-  plant: { id: bigint; name: string; tag?: string };
+  plant: EventPlant;
 }
 
 /** Request headers as fetch (`Headers`) or node:http (`IncomingHttpHeaders`) hands them over. */
@@ -89,11 +90,8 @@ function toPlant(body: Uint8Array): WebhookEvent['plant'] {
   } catch {
     throw new WebhookVerificationError('the body is not JSON');
   }
-  const { id, name, tag } = (value ?? {}) as Record<string, unknown>;
-  if ((typeof id !== 'bigint' && !Number.isInteger(id)) || typeof name !== 'string')
-    throw new WebhookVerificationError('the body is not a plant');
-  const plant: WebhookEvent['plant'] = { id: BigInt(id as bigint | number), name };
-  if (typeof tag === 'string') plant.tag = tag;
+  const plant = eventPlant(value);
+  if (plant === undefined) throw new WebhookVerificationError('the body is not a plant');
   return plant;
 }
 

@@ -1,3 +1,4 @@
+import { serializePlant, toPlant, type PlantFields } from '../plant-fields.js';
 import { randomPoolBytes } from '../random-pool.js';
 
 /**
@@ -29,8 +30,10 @@ export function newEventId(): string {
   return 'msg_' + Date.now().toString(36).padStart(9, '0') + randomPoolBytes(12).toString('base64url');
 }
 
-/** The event's body: the plant as `NewPlant` JSON, its id exact over int64 (written as a literal, never a double). */
-export function plantEventPayload(plant: { id: bigint; name: string; tag: string | null }): string {
-  const tag = plant.tag === null ? '' : `,"tag":${JSON.stringify(plant.tag)}`;
-  return `{"id":${plant.id},"name":${JSON.stringify(plant.name)}${tag}}`;
+/**
+ * The event's body: the plant as `NewPlant` JSON, its id exact over int64 (written as a literal,
+ * never a double), then its fields as a response writes them (the same serializer).
+ */
+export function plantEventPayload(plant: PlantFields & { id: bigint }): string {
+  return `{"id":${plant.id},${serializePlant(toPlant(plant)).slice(1)}`;
 }

@@ -3,7 +3,9 @@ import { HttpError } from '../errors.js';
 
 /** 8 bytes of the event number, then 8 of a keyed digest binding it to the account. */
 const CURSOR_BYTES = 16;
-const CURSOR_TEXT = /^[A-Za-z0-9_-]{22}$/;
+/** A cursor's text, as the document declares it: base64url of CURSOR_BYTES, no padding. */
+export const CURSOR_PATTERN = '^[A-Za-z0-9_-]{22}$';
+const CURSOR_TEXT = new RegExp(CURSOR_PATTERN);
 
 /** Where a client's cursor came from: the message of a 400 names it. */
 export type CursorSource = 'Last-Event-ID' | 'after';
@@ -14,10 +16,29 @@ export type CursorSource = 'Last-Event-ID' | 'after';
  * another account fails the digest: a 400, never another account's position.
  */
 export class FeedCursors {
-  constructor(private readonly key: Buffer) {}
+  private key: Buffer | null = null;
+  private loading: Promise<void> | null = null;
+
+  /** `loadKey` reads the store's feed key: at the first request, since the store may not answer at start. */
+  constructor(private readonly loadKey: () => Promise<Buffer>) {}
+
+  /** Resolves once the key is read; a request calls it before encoding or decoding (a failed read is tried again). */
+  ready(): Promise<void> {
+    if (this.key !== null) return Promise.resolve();
+    this.loading ??= this.loadKey().then(
+      (key) => {
+        this.key = key;
+      },
+      (error: unknown) => {
+        this.loading = null;
+        throw error;
+      },
+    );
+    return this.loading;
+  }
 
   private digest(account: string, seq: Buffer): Buffer {
-    return createHmac('sha256', this.key).update(seq).update(account).digest().subarray(0, 8);
+    return createHmac('sha256', this.key!).update(seq).update(account).digest().subarray(0, 8);
   }
 
   encode(account: string, seq: bigint): string {

@@ -72,6 +72,7 @@ export async function feedRoutes(app: FastifyInstance, { storage, cursors, hub }
             ? [request.query.after, 'after']
             : null;
       const head = await storage.feedHead(account);
+      await cursors.ready();
       let position = head.lastSeq;
       if (given !== null) {
         const [text, source] = given;

@@ -1,11 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { HttpError } from '../errors.js';
 import type { ExactValidator } from '../http/exact-validator.js';
+import { CURSOR_PATTERN } from './cursor.js';
 
 export const FeedQuery = Type.Object(
   {
     after: Type.Optional(
       Type.String({
+        pattern: CURSOR_PATTERN,
         description:
           "Resume after this cursor (an earlier message's id): every later event, then live. Last-Event-ID wins when both are sent.",
       }),
@@ -15,11 +17,15 @@ export const FeedQuery = Type.Object(
 );
 export type FeedQuery = Static<typeof FeedQuery>;
 
-/** Declared for the document alone (any value reaches the cursor check, which names it). */
+/**
+ * Declared for the document alone (any value reaches the cursor check, which names it in a 400):
+ * the pattern, as on `after`, tells clients and testers that an empty or made-up cursor is refused.
+ */
 export const FeedHeaders = Type.Object(
   {
     'last-event-id': Type.Optional(
       Type.String({
+        pattern: CURSOR_PATTERN,
         description: 'Resume after this cursor: what browsers and SSE libraries send when they reconnect',
       }),
     ),

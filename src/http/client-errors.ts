@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError, rawErrorResponse } from '../errors.js';
+import { type ParserError, parserErrorMessage } from './parser-message.js';
 import { currentResponse } from './socket-response.js';
 
 /**
@@ -33,7 +34,7 @@ function aboutAnsweredRequest(socket: Socket, inFlight: ServerResponse | null): 
 }
 
 /** Requests the HTTP parser rejects never reach Fastify; they still get the `Error` body. */
-export function clientErrorHandler(error: Error & { code?: string }, socket: Socket) {
+export function clientErrorHandler(error: ParserError, socket: Socket) {
   const inFlight = currentResponse(socket);
   if (error.code === 'ECONNRESET' || !socket.writable || aboutAnsweredRequest(socket, inFlight)) {
     return socket.destroy();
@@ -43,7 +44,7 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
       ? [431, 'request headers are too large']
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'request took too long to arrive']
-        : [400, 'malformed HTTP request'];
+        : [400, parserErrorMessage(error)];
   if (inFlight?.req.complete && !inFlight.writableFinished) {
     // A valid request read before the bad bytes is being answered (its answer may have begun):
     // it is answered first, and the refusal follows it, in the order the client sent them.

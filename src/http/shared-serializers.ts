@@ -12,11 +12,11 @@ const ANNOTATIONS = ['description', 'examples', 'example', 'headers'];
 /**
  * Fastify's serializer factory (`schemaController.compilersFactory.buildSerializer`), with one
  * serializer per distinct response body instead of one per route and status. Fastify compiles
- * each response of each route on its own: 223 at start, most of them the same `Error` body under
- * another description. The bodies are 16; compiling each once per compiler Fastify asks for (it
- * asks again for the root context's routes) takes most of about 120 ms of CPU off every start
- * (of a server, and of each `--workers` process). A serializer is a pure function of its value,
- * so routes can share one.
+ * each response of each route on its own, and most of them are the same `Error` body under another
+ * description; the distinct bodies are few. Compiling each once per compiler Fastify asks for (it
+ * asks again for the root context's routes) takes most of a start's compiling off every start (of
+ * a server, and of each `--workers` process; figures in bench/analysis.md). A serializer is a pure
+ * function of its value, so routes can share one.
  */
 export const sharedSerializers: SerializerFactory = (externalSchemas, serializerOpts) => {
   const options: Options = { ...serializerOpts, schema: externalSchemas as Options['schema'] };

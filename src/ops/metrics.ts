@@ -1,5 +1,5 @@
 import cluster from 'node:cluster';
-import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { Histogram, LabelledCounter } from './histogram.js';
 
 /** Every metric the service exposes on /metrics, defined once per process. */
@@ -78,4 +78,37 @@ export const tokenLookups = new Counter({
   help: 'API token lookups that reached the store, by whether the token was found',
   labelNames: ['found'] as const,
   registers: [registry],
+});
+
+/**
+ * Failures of what the service depends on (docs/operating.md, "When a dependency fails"): a query
+ * or connection to PostgreSQL that failed or timed out, a Redis call that failed or took over its
+ * bound, a write of the embedded store refused by its disk.
+ */
+export const dependencyErrors = new Counter({
+  name: 'plant_store_dependency_errors_total',
+  help: 'Failed or timed-out calls to a dependency, by dependency (postgres, redis, disk)',
+  labelNames: ['dependency'] as const,
+  registers: [registry],
+});
+
+/** The dependencies `dependencyErrors` counts, one label value each. */
+export type Dependency = 'postgres' | 'redis' | 'disk';
+
+let unreachableSeconds: () => number = () => 0;
+
+/** Where /metrics reads how long the database has not answered (the store's own count; SQLite: never). */
+export function measureUnreachable(read: () => number): void {
+  unreachableSeconds = read;
+}
+
+/** Seconds since the database last answered, 0 while it answers; with --workers, the longest of them. */
+new Gauge({
+  name: 'plant_store_database_unreachable_seconds',
+  help: 'Seconds since the database stopped answering (0 while it answers)',
+  aggregator: 'max',
+  registers: [registry],
+  collect() {
+    this.set(unreachableSeconds());
+  },
 });

@@ -2,22 +2,49 @@ import cluster from 'node:cluster';
 import pino from 'pino';
 import { BAD_SETTING_EXIT, type Config } from '../config.js';
 import { aggregateWorkerMetrics } from './cluster-metrics.js';
+import { onCtrlC } from './ctrl-c.js';
 import { announceFirstToken, baseUrl, FIRST_TOKEN_LOGGED } from './first-token.js';
 import { logStart } from './start-line.js';
 
-const RESTART_DELAY_MS = 1_000;
+/**
+ * A worker that dies is replaced after RESTART_DELAY_MS, so that one killed while serving is back
+ * well within 2 s (a start takes most of that on a small host). One that keeps dying soon after
+ * its start (its store cannot be opened, say) waits twice as long each time, up to
+ * MAX_RESTART_DELAY_MS, rather than being forked in a loop; one that served SETTLED_MS resets it.
+ */
+const RESTART_DELAY_MS = 100;
+const MAX_RESTART_DELAY_MS = 5_000;
+const SETTLED_MS = 10_000;
 
 /**
  * The primary of `--workers N`. It prepares the store once (`prepareStore`: migrations and the
  * first token, whose secret it returns; the store is closed again before any worker starts), forks
  * N workers on one port (node:cluster) and replaces one that dies, adds up their metrics, and on
- * SIGTERM/SIGINT passes SIGTERM on and exits when the last worker has: 0 if all stopped cleanly.
+ * SIGTERM/SIGINT passes SIGTERM on and exits when the last worker has: 0 if all stopped cleanly. A
+ * second Ctrl-C (ops/ctrl-c.ts) kills them and exits 1.
  * Its lines are JSON on standard output, like the workers', and its "stopped" is the last.
  */
-export async function supervise(config: Config, prepareStore: () => Promise<string | null>) {
+export async function supervise(config: Config, prepareStore: (later: StoreLater) => Promise<string | null>) {
   const log = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: true }));
   logStart(log, config);
-  const firstToken = await prepareStore();
+  let listening: string | null = null;
+  let lateToken: string | null = null;
+  const announceLate = () => {
+    if (lateToken !== null && listening !== null) announceFirstToken(lateToken, listening);
+  };
+  const firstToken = await prepareStore({
+    token(token) {
+      log.info({ account: 'default' }, FIRST_TOKEN_LOGGED);
+      lateToken = token;
+      announceLate();
+    },
+    failed(reason) {
+      log.error({ reason }, 'database: refused for good; stopping');
+      process.stderr.write(`plant-store: ${reason}\n`);
+      exitCode = 1;
+      stop({ reason });
+    },
+  });
   if (firstToken !== null) log.info({ account: 'default' }, FIRST_TOKEN_LOGGED);
   aggregateWorkerMetrics();
 
@@ -29,6 +56,9 @@ export async function supervise(config: Config, prepareStore: () => Promise<stri
   // exited and its IPC channel has closed, two events that come in either order.
   let running = 0;
   cluster.on('fork', () => running++);
+  const forkedAt = new Map<number, number>();
+  cluster.on('fork', (worker) => forkedAt.set(worker.id, Date.now()));
+  let nextRestartDelay = RESTART_DELAY_MS;
   const stopped = () => {
     log.info('stopped');
     process.exit(exitCode);
@@ -41,17 +71,25 @@ export async function supervise(config: Config, prepareStore: () => Promise<stri
     for (const worker of workers()) worker.process.kill('SIGTERM');
   };
 
+  // Workers that have listened: one killed by a signal before it did had nothing in flight.
+  const served = new Set<number>();
+  cluster.on('listening', (worker) => served.add(worker.id));
   cluster.once('listening', (_worker, address) => {
-    if (firstToken !== null) announceFirstToken(firstToken, baseUrl(address.address ?? config.host, address.port));
+    listening = baseUrl(address.address ?? config.host, address.port);
+    if (firstToken !== null) announceFirstToken(firstToken, listening);
+    announceLate();
   });
   cluster.on('exit', (worker, code, signal) => {
     running--;
+    // Killed by the SIGTERM itself, or by a signal before it served: the terminal's Ctrl-C reaches
+    // every process of the group, a worker still starting included, before it ignores it (server.ts).
+    const hadServed = served.delete(worker.id);
+    const killedWithNothingInFlight = signal === 'SIGTERM' || (signal !== null && !hadServed);
     // A worker refused a setting (say the port is taken): another would too, so give up.
     if (code === BAD_SETTING_EXIT && !stopping) {
       exitCode = BAD_SETTING_EXIT;
       stop({ reason: 'a worker refused its settings' });
-    } else if (stopping && code !== 0 && signal !== 'SIGTERM') {
-      // (Killed by the SIGTERM itself: it had not started serving yet.)
+    } else if (stopping && code !== 0 && !killedWithNothingInFlight) {
       log.error({ worker: worker.id, workerPid: worker.process.pid, code, signal }, 'a worker did not stop cleanly');
       exitCode ||= 1;
     }
@@ -59,12 +97,34 @@ export async function supervise(config: Config, prepareStore: () => Promise<stri
       if (running === 0) stopped();
       return;
     }
+    const settled = Date.now() - (forkedAt.get(worker.id) ?? 0) >= SETTLED_MS;
+    forkedAt.delete(worker.id);
+    const delay = settled ? RESTART_DELAY_MS : nextRestartDelay;
+    nextRestartDelay = Math.min(delay * 2, MAX_RESTART_DELAY_MS);
     log.error(
       { worker: worker.id, workerPid: worker.process.pid, code, signal },
-      'worker exited; starting another in 1 s',
+      `worker exited; starting another in ${delay} ms`,
     );
-    setTimeout(() => stopping || cluster.fork(), RESTART_DELAY_MS);
+    setTimeout(() => stopping || cluster.fork(), delay);
   });
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => stop({ signal }));
+  process.on('SIGTERM', () => stop({ signal: 'SIGTERM' }));
+  // The workers ignore SIGINT (the terminal's Ctrl-C reaches them too): this process decides.
+  onCtrlC({
+    stop: () => stop({ signal: 'SIGINT' }),
+    force: () => {
+      log.error('second SIGINT, exiting');
+      for (const worker of workers()) worker.process.kill('SIGKILL');
+      process.exit(1);
+    },
+  });
   for (let i = 0; i < config.workers; i++) cluster.fork();
+}
+
+/**
+ * What the primary learns after its workers started, when the database did not answer at start:
+ * the first token made once it does, or an error that no retry can mend (the primary then stops).
+ */
+export interface StoreLater {
+  token(token: string): void;
+  failed(reason: string): void;
 }

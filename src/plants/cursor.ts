@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import { HttpError } from '../errors.js';
-import type { PlantFilter, PlantOrder, PlantPosition } from '../storage/plant-query.js';
+import {
+  canonicalFilter,
+  ORDERS,
+  type PlantFilter,
+  type PlantOrder,
+  type PlantPosition,
+} from '../storage/plant-query.js';
 
 /**
  * The opaque `cursor` parameter of a rel="next" link: the last plant of the page (its id, and its
@@ -21,9 +27,8 @@ export interface ListingShape {
 const DIGEST_BYTES = 12;
 
 function digest(shape: ListingShape, body: string): string {
-  // Tags as a set: the same tags in another order are the same filter.
-  const tags = shape.filter.tags === null ? null : [...new Set(shape.filter.tags)].sort();
-  const canonical = JSON.stringify([shape.order, tags, shape.filter.text, body]);
+  // Every filter, in its canonical form (the same tags in another order are the same filter).
+  const canonical = JSON.stringify([shape.order, ...canonicalFilter(shape.filter), body]);
   return createHash('sha256').update(canonical).digest().subarray(0, DIGEST_BYTES).toString('base64url');
 }
 
@@ -36,7 +41,7 @@ function invalid(): never {
 }
 
 export function encodeCursor(shape: ListingShape, last: PlantPosition): string {
-  const position = shape.order === 'name' || shape.order === '-name' ? [`${last.id}`, last.name] : [`${last.id}`];
+  const position = ORDERS[shape.order].byName ? [`${last.id}`, last.name] : [`${last.id}`];
   const body = Buffer.from(JSON.stringify(position)).toString('base64url');
   return `${body}.${digest(shape, body)}`;
 }

@@ -1,9 +1,70 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { LIMITS } from '../limits.js';
-import { PLANT_ORDERS, type PlantOrder } from '../storage/plant-query.js';
+import {
+  PLANT_FILTER_KEYS,
+  PLANT_ORDERS,
+  type PlantFilter,
+  type PlantFilterKey,
+  type PlantOrder,
+} from '../storage/plant-query.js';
+import { bad, checkText } from './checks.js';
 
 /** The inputs of `GET /plants`: its query parameters and the header that asks for the count. */
 
+/** How a filter of storage's `PlantFilter` is asked for: its query parameter, its schema, and its exact check. */
+interface FilterParam<K extends PlantFilterKey> {
+  name: string;
+  schema: TSchema;
+  /** May be given several times (the query string then hands over an array). */
+  repeatable: boolean;
+  /** The parameter's value (given once unless `repeatable`) as the filter's, or a 400 naming the parameter. */
+  check(raw: string | string[]): NonNullable<PlantFilter[K]>;
+}
+
+/** Each filter's query parameter: one entry per key of `PlantFilter` (a filter missing here does not compile). */
+export const FILTER_PARAMS = {
+  tags: {
+    name: 'tag',
+    schema: Type.Optional(
+      Type.Array(Type.String({ maxLength: LIMITS.textLength }), {
+        maxItems: LIMITS.tagFilters,
+        description:
+          `Only plants whose tag equals one of these exactly (code points, case matters; an empty value matches ` +
+          `the empty tag). Repeat it for several tags, up to ${LIMITS.tagFilters}; each at most ` +
+          `${LIMITS.textLength} characters. Plants without a tag never match.`,
+      }),
+    ),
+    repeatable: true,
+    check(raw) {
+      const tags = [raw].flat();
+      if (tags.length > LIMITS.tagFilters) bad(`tag may be given at most ${LIMITS.tagFilters} times`);
+      for (const tag of tags) checkText('tag', tag, 0);
+      return tags;
+    },
+  },
+  text: {
+    name: 'q',
+    schema: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: LIMITS.textLength,
+        description:
+          'Only plants whose name contains this text, ignoring case: both are case-folded code point by code ' +
+          "point with Unicode's simple case folding (CaseFolding.txt, C and S), then compared by code points; " +
+          `nothing else is normalised. 1 to ${LIMITS.textLength} characters, no U+0000; % _ * and \\ are plain characters.`,
+      }),
+    ),
+    repeatable: false,
+    check: (raw) => checkText('q', raw, 1),
+  },
+} as const satisfies { [K in PlantFilterKey]-?: FilterParam<K> };
+
+type FilterSchemas = {
+  [K in PlantFilterKey as (typeof FILTER_PARAMS)[K]['name']]: (typeof FILTER_PARAMS)[K]['schema'];
+};
+const filterSchemas = Object.fromEntries(
+  PLANT_FILTER_KEYS.map((key) => [FILTER_PARAMS[key].name, FILTER_PARAMS[key].schema]),
+) as FilterSchemas;
 export const ListQuery = Type.Object(
   {
     limit: Type.Optional(
@@ -24,25 +85,7 @@ export const ListQuery = Type.Object(
           'order it was made for: sent with others, or altered, it is a 400.',
       }),
     ),
-    tag: Type.Optional(
-      Type.Array(Type.String({ maxLength: LIMITS.textLength }), {
-        maxItems: LIMITS.tagFilters,
-        description:
-          `Only plants whose tag equals one of these exactly (code points, case matters; an empty value matches ` +
-          `the empty tag). Repeat it for several tags, up to ${LIMITS.tagFilters}; each at most ` +
-          `${LIMITS.textLength} characters. Plants without a tag never match.`,
-      }),
-    ),
-    q: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: LIMITS.textLength,
-        description:
-          'Only plants whose name contains this text, ignoring case: both are case-folded code point by code ' +
-          "point with Unicode's simple case folding (CaseFolding.txt, C and S), then compared by code points; " +
-          `nothing else is normalised. 1 to ${LIMITS.textLength} characters, no U+0000; % _ * and \\ are plain characters.`,
-      }),
-    ),
+    ...filterSchemas,
     sort: Type.Optional(
       Type.Unsafe<PlantOrder>({
         type: 'string',
@@ -57,6 +100,12 @@ export const ListQuery = Type.Object(
   { $id: 'ListQuery' },
 );
 export type ListQuery = Static<typeof ListQuery>;
+
+/** The listing's filters as the query asks for them (absent: null). */
+export function filterOf(query: ListQuery): PlantFilter {
+  const entries = PLANT_FILTER_KEYS.map((key) => [key, query[FILTER_PARAMS[key].name] ?? null]);
+  return Object.fromEntries(entries) as PlantFilter;
+}
 
 /** The request header of `GET /plants` that asks for the count; declared for the document. */
 export const ListHeaders = Type.Object(

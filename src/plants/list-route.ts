@@ -7,7 +7,7 @@ import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
 import { Plants } from '../schemas.js';
 import { jsonArray, pageBody } from './json-bodies.js';
 import { listHeaders } from './list-headers.js';
-import { ListHeaders, ListQuery } from './list-query.js';
+import { filterOf, ListHeaders, ListQuery } from './list-query.js';
 import type { ListRequest, PlantService } from './service.js';
 
 /** The request's own URL with the next cursor: the filters and order go on exactly as the client wrote them. */
@@ -20,7 +20,7 @@ function nextLink(request: FastifyRequest, cursor: string): string {
 
 function listRequest(query: ListQuery): ListRequest {
   return {
-    filter: { tags: query.tag ?? null, text: query.q ?? null },
+    filter: filterOf(query),
     order: query.sort ?? 'id',
     cursor: query.cursor,
   };

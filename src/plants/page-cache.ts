@@ -1,4 +1,5 @@
 import { pageCacheLookups } from '../ops/metrics.js';
+import { plantCharacters } from '../plant-fields.js';
 import type { Plant } from '../schemas.js';
 import type { Page } from './page.js';
 
@@ -6,7 +7,7 @@ import type { Page } from './page.js';
 const PAGE_OVERHEAD_BYTES = 256;
 const PLANT_OVERHEAD_BYTES = 128;
 /**
- * A UTF-16 code unit of a name or tag takes at most 2 bytes in its string and 12 in the page's JSON
+ * A UTF-16 code unit of a plant's field takes at most 2 bytes in its string and 12 in the page's JSON
  * text (a six-character escape such as `\u0001`, in a string that V8 stores two bytes per character).
  */
 const BYTES_PER_CHARACTER = 14;
@@ -61,7 +62,7 @@ export class PageCache {
   /** Reads that began before this commit number are refused: `committedAt` was cleared since. */
   private forgottenBefore = 0;
 
-  /** `listing`: one string per distinct filter, order and position (CachedPages makes it). */
+  /** `listing`: one string per distinct filter, order and position (FreshPages makes it). */
   get(version: number, account: string, listing: string, limit: number): Page | undefined {
     if (version !== this.version) {
       this.clear();
@@ -140,7 +141,7 @@ export function pageCost(page: Page): number {
 }
 
 function plantCost(plant: Plant): number {
-  return PLANT_OVERHEAD_BYTES + BYTES_PER_CHARACTER * (plant.name.length + (plant.tag?.length ?? 0));
+  return PLANT_OVERHEAD_BYTES + BYTES_PER_CHARACTER * plantCharacters(plant);
 }
 
 /** The account's length first, so no account name can be mistaken for another's prefix. */

@@ -1,6 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import fp from 'fastify-plugin';
+import { toPlant } from '../plant-fields.js';
 import { requireJsonBody, requireMergePatchBody } from '../http/json-body.js';
 import { errorResponses, NoContent, TAGS } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
@@ -9,7 +11,7 @@ import type { StoredPlant } from '../storage/types/plants.js';
 import { etagOf, ifMatch, notModified } from './etag.js';
 import { batchRoute } from './batch-route.js';
 import { listRoute } from './list-route.js';
-import { toPlant, type PlantService } from './service.js';
+import type { PlantService } from './service.js';
 
 const ETAG_HEADER = { ETag: { type: 'string', description: "The plant's strong entity tag" } };
 const REVALIDATE_HEADERS = {
@@ -31,7 +33,7 @@ function withEtag(reply: FastifyReply, plant: StoredPlant): Plant {
  * schemas declare, and it can answer only a declared status with the declared shape; GET /plants
  * alone writes its JSON text by hand (json-bodies.ts), so it is declared on the untyped instance.
  */
-export async function plantRoutes(fastify: FastifyInstance, { plants }: { plants: PlantService }) {
+async function plantRoutesPlugin(fastify: FastifyInstance, { plants }: { plants: PlantService }) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.post(
     '/plants',
@@ -145,3 +147,10 @@ export async function plantRoutes(fastify: FastifyInstance, { plants }: { plants
     },
   );
 }
+
+/** Its own context (encapsulated), after the bearer hook that gives each request its account (auth/bearer.ts). */
+export const plantRoutes = fp(plantRoutesPlugin, {
+  name: 'plant-routes',
+  dependencies: ['bearer-auth'],
+  encapsulate: true,
+});

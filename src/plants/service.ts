@@ -1,5 +1,6 @@
 import { HttpError } from '../errors.js';
 import { newEventId } from '../events/plant-event.js';
+import { fieldsOf, PLANT_FIELD_NAMES, samePlant, toPlant } from '../plant-fields.js';
 import { createsAcknowledged, plantsCreated, storageCommits, storageOperation } from '../ops/metrics.js';
 import type { HistogramSeries } from '../ops/histogram.js';
 import { startStorageCall } from '../ops/timed.js';
@@ -10,9 +11,9 @@ import type { Storage } from '../storage/types.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, Precondition, StoredPlant } from '../storage/types/plants.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { newRevision } from './etag.js';
-import { CachedPages } from './cached-pages.js';
+import { FreshPages } from './fresh-pages.js';
 import type { Page } from './page.js';
-import { turnEnd } from './turn-end.js';
+import { turnEnd } from './per-turn.js';
 
 /** What a client asks of a listing: its filters and order, and where its previous page ended. */
 export interface ListRequest {
@@ -21,15 +22,9 @@ export interface ListRequest {
   cursor?: string | undefined;
 }
 
-const NO_FILTER: PlantFilter = { tags: null, text: null };
-
 function listingOf(request: ListRequest): PlantListing {
   const shape = { filter: request.filter, order: request.order };
   return { ...shape, after: request.cursor === undefined ? null : decodeCursor(shape, request.cursor) };
-}
-
-export function toPlant(record: PlantRecord): Plant {
-  return record.tag === null ? { name: record.name } : { name: record.name, tag: record.tag };
 }
 
 async function* toPlantChunks(chunks: AsyncIterable<PlantRecord[]>): AsyncIterable<Plant[]> {
@@ -66,15 +61,15 @@ function appliedPlant(id: bigint, outcome: ChangeOutcome): StoredPlant {
 /** The rules of the plants collection, above storage and below HTTP. */
 export class PlantService {
   private readonly write: (change: PlantChange) => Promise<ChangeOutcome>;
-  /** Null when the engine cannot tell when others commit (see CachedPages.of): then nothing is cached. */
-  private readonly pages: CachedPages | null;
+  /** Null when the engine cannot tell when others commit (see FreshPages.of): then nothing is cached. */
+  private readonly pages: FreshPages | null;
 
   constructor(
     private readonly storage: Storage,
     options: { groupCommit: boolean; pageCacheBytes: number },
   ) {
-    this.pages = CachedPages.of(storage, options.pageCacheBytes);
-    // Own commits drop only the pages of the accounts they wrote (see CachedPages).
+    this.pages = FreshPages.of(storage, options.pageCacheBytes);
+    // Own commits drop only the pages of the accounts they wrote (see FreshPages).
     const pages = this.pages;
     this.write = groupCommit(storage, {
       enabled: options.groupCommit,
@@ -87,12 +82,12 @@ export class PlantService {
 
   /** Stores the plant, or confirms a retry of it; a different plant under the same id is a 409. */
   async create(account: string, input: NewPlant): Promise<Plant> {
-    const plant: StoredPlant = { id: input.id, name: input.name, tag: input.tag ?? null, revision: newRevision() };
+    const plant: StoredPlant = { id: input.id, ...fieldsOf(input), revision: newRevision() };
     const outcome = await timed(storageOperation.insert, () =>
       this.write({ kind: 'create', account, plant, eventId: newEventId() }),
     );
     const stored = appliedPlant(plant.id, outcome);
-    if (outcome.status === 'unchanged' && (stored.name !== plant.name || stored.tag !== plant.tag)) {
+    if (outcome.status === 'unchanged' && !samePlant(stored, plant)) {
       throw new HttpError(409, `a different plant with id ${plant.id} already exists`);
     }
     if (outcome.status === 'applied') plantsCreated.inc();
@@ -106,12 +101,7 @@ export class PlantService {
    * repeat a stored plant are replays. Answers the plants in the request's order.
    */
   async createMany(account: string, inputs: NewPlant[]): Promise<Plant[]> {
-    const plants = inputs.map((input): StoredPlant => ({
-      id: input.id,
-      name: input.name,
-      tag: input.tag ?? null,
-      revision: newRevision(),
-    }));
+    const plants = inputs.map((input): StoredPlant => ({ id: input.id, ...fieldsOf(input), revision: newRevision() }));
     const eventIds = plants.map(() => newEventId());
     const outcome = await timed(storageOperation.insert, () =>
       this.write({ kind: 'create-many', account, plants, eventIds }),
@@ -133,14 +123,13 @@ export class PlantService {
     return plant;
   }
 
-  /** A JSON merge patch of name and tag; an update that changes nothing keeps the revision and reports no event. */
+  /** A JSON merge patch of the plant's fields; an update that changes nothing keeps the revision and reports no event. */
   async update(account: string, id: bigint, patch: PlantPatch, precondition?: Precondition): Promise<StoredPlant> {
     if (patch.id !== undefined && patch.id !== id)
       throw new HttpError(400, `id in the body must equal the id in the path (${id})`);
-    const set = {
-      ...(patch.name !== undefined && { name: patch.name }),
-      ...(patch.tag !== undefined && { tag: patch.tag }),
-    };
+    const set = Object.fromEntries(
+      PLANT_FIELD_NAMES.flatMap((field) => (patch[field] === undefined ? [] : [[field, patch[field]]])),
+    );
     const change: PlantChange = { kind: 'update', account, id, set, revision: newRevision(), eventId: newEventId() };
     if (precondition) change.precondition = precondition;
     return appliedPlant(id, await timed(storageOperation.update, () => this.write(change)));
@@ -172,7 +161,7 @@ export class PlantService {
   }
 
   /** How many plants of the account match the filter, over all pages. */
-  count(account: string, filter: PlantFilter = NO_FILTER): Promise<number> {
+  count(account: string, filter: PlantFilter = {}): Promise<number> {
     return timed(storageOperation.list, () => this.storage.countPlants(account, filter));
   }
 

@@ -1,36 +1,17 @@
 import { HttpError } from '../errors.js';
 import type { ExactValidator } from '../http/exact-validator.js';
 import { LIMITS } from '../limits.js';
+import { fieldsOf, PLANT_FIELD_NAMES, PLANT_FIELDS, samePlant } from '../plant-fields.js';
 import { NewPlant, NewPlants, PlantIdParams, PlantPatch } from '../schemas.js';
-import { PLANT_ORDERS, type PlantOrder } from '../storage/plant-query.js';
-import { ListQuery } from './list-query.js';
+import { PLANT_FILTER_KEYS, PLANT_ORDERS, type PlantOrder } from '../storage/plant-query.js';
+import { bad, checkText, single } from './checks.js';
+import { FILTER_PARAMS, ListQuery } from './list-query.js';
 
 /**
  * The exact checks behind the `NewPlant` and `ListQuery` schemas. Ajv cannot do these: it
  * coerces types ("5" -> 5, "" -> 0) and cannot see a 64-bit integer. The limits come from
  * `LIMITS`, the same constants the schemas (and so the OpenAPI document) show.
  */
-
-function bad(message: string): never {
-  throw new HttpError(400, message);
-}
-
-function codePoints(value: string): number {
-  let count = 0;
-  for (const _ of value) count++;
-  return count;
-}
-
-function checkText(field: string, value: unknown, minLength: number): string {
-  if (typeof value !== 'string') bad(`${field} must be a string`);
-  if (value.length < minLength) bad(`${field} must not be empty`);
-  if (value.length > LIMITS.textLength && codePoints(value) > LIMITS.textLength) {
-    bad(`${field} must be at most ${LIMITS.textLength} characters`);
-  }
-  if (value.includes('\u0000')) bad(`${field} must not contain U+0000`);
-  if (!value.isWellFormed()) bad(`${field} must be valid Unicode (it has an unpaired surrogate)`);
-  return value;
-}
 
 function inInt64Range(id: bigint): bigint {
   if (id < LIMITS.int64Min || id > LIMITS.int64Max) bad('id must be within the signed 64-bit integer range');
@@ -57,11 +38,15 @@ function jsonObject(body: unknown, what = 'request body'): Record<string, unknow
 export function validateNewPlant(body: unknown, at = ''): NewPlant {
   const fields = jsonObject(body, at === '' ? 'request body' : at);
   const field = (name: string) => (at === '' ? name : `${at}.${name}`);
-  const id = withField(field('id'), 'id', () => checkId(fields.id));
-  if (fields.name === undefined) bad(`${field('name')} is required`);
-  const name = checkText(field('name'), fields.name, 1);
-  if (fields.tag === undefined) return { id, name };
-  return { id, name, tag: checkText(field('tag'), fields.tag, 0) };
+  const plant: Record<string, unknown> = { id: withField(field('id'), 'id', () => checkId(fields.id)) };
+  for (const [name, { required, minLength }] of Object.entries(PLANT_FIELDS)) {
+    if (fields[name] === undefined) {
+      if (required) bad(`${field(name)} is required`);
+      continue;
+    }
+    plant[name] = checkText(field(name), fields[name], minLength);
+  }
+  return plant as NewPlant;
 }
 
 /** checkId's messages begin with `id`; inside a batch they name the item's id instead. */
@@ -91,22 +76,27 @@ export function validateNewPlants(body: unknown): NewPlant[] {
       continue;
     }
     const earlier = plants[first]!;
-    if (earlier.name !== plant.name || earlier.tag !== plant.tag) {
-      bad(`[${i}].id repeats the id of [${first}] with a different name or tag`);
+    if (!samePlant(fieldsOf(earlier), fieldsOf(plant))) {
+      bad(`[${i}].id repeats the id of [${first}] with a different ${PLANT_FIELD_NAMES.join(' or ')}`);
     }
   }
   return plants;
 }
 
-/** A merge patch: `name` may change but not go, `tag: null` removes the tag, `id` must be the path's (checked by the service). */
+/**
+ * A merge patch: a required field (`name`) may change but not go, null removes an optional one
+ * (`tag: null` removes the tag), `id` must be the path's (checked by the service).
+ */
 export function validatePlantPatch(body: unknown): PlantPatch {
   const fields = jsonObject(body);
-  const patch: PlantPatch = {};
+  const patch: Record<string, unknown> = {};
   if (fields.id !== undefined) patch.id = checkId(fields.id);
-  if (fields.name === null) bad('name cannot be removed (a plant always has a name)');
-  if (fields.name !== undefined) patch.name = checkText('name', fields.name, 1);
-  if (fields.tag !== undefined) patch.tag = fields.tag === null ? null : checkText('tag', fields.tag, 0);
-  return patch;
+  for (const [name, { required, minLength }] of Object.entries(PLANT_FIELDS)) {
+    const value = fields[name];
+    if (value === null && required) bad(`${name} cannot be removed (a plant always has a ${name})`);
+    if (value !== undefined) patch[name] = value === null ? null : checkText(name, value, minLength);
+  }
+  return patch as PlantPatch;
 }
 
 const CANONICAL_INTEGER = /^-?(?:0|[1-9]\d*)$/;
@@ -123,35 +113,29 @@ export function validatePlantIdParams(params: unknown): PlantIdParams {
 
 const UNSIGNED_INTEGER = /^\d+$/;
 
-function single(name: string, value: unknown): string | undefined {
-  if (Array.isArray(value)) bad(`${name} must be given at most once`);
-  return value as string | undefined;
-}
-
-function checkTags(value: unknown): string[] | undefined {
-  if (value === undefined) return undefined;
-  const tags = [value].flat() as string[];
-  if (tags.length > LIMITS.tagFilters) bad(`tag may be given at most ${LIMITS.tagFilters} times`);
-  for (const tag of tags) checkText('tag', tag, 0);
-  return tags;
-}
-
 function checkSort(value: string | undefined): PlantOrder | undefined {
   if (value === undefined) return undefined;
   if (!PLANT_ORDERS.includes(value as PlantOrder)) bad(`sort must be one of ${PLANT_ORDERS.join(', ')}`);
   return value as PlantOrder;
 }
 
+/**
+ * Each parameter's shape first (given once where it must be), in the order of the parameters, then
+ * the sort, then each filter's value (list-query.ts's FILTER_PARAMS, so that no filter is left out).
+ */
 export function validateListQuery(query: unknown): ListQuery {
   const params = (query ?? {}) as Record<string, unknown>;
   const limitText = single('limit', params.limit);
   const cursor = single('cursor', params.cursor);
-  const q = single('q', params.q);
+  const filters = PLANT_FILTER_KEYS.map((key) => {
+    const { name, repeatable } = FILTER_PARAMS[key];
+    return [key, repeatable ? params[name] : single(name, params[name])] as const;
+  });
   const sort = checkSort(single('sort', params.sort));
-  const tag = checkTags(params.tag);
-  const result: ListQuery = {};
-  if (tag !== undefined) result.tag = tag;
-  if (q !== undefined) result.q = checkText('q', q, 1);
+  const result: Record<string, unknown> = {};
+  for (const [key, raw] of filters) {
+    if (raw !== undefined) result[FILTER_PARAMS[key].name] = FILTER_PARAMS[key].check(raw as never);
+  }
   if (sort !== undefined) result.sort = sort;
   if (limitText !== undefined) {
     if (!UNSIGNED_INTEGER.test(limitText) || Number(limitText) > LIMITS.limitMax) {
@@ -160,7 +144,7 @@ export function validateListQuery(query: unknown): ListQuery {
     result.limit = Number(limitText);
   }
   if (cursor !== undefined) result.cursor = cursor;
-  return result;
+  return result as ListQuery;
 }
 
 /** Each input schema with the exact check behind it, for the one validator compiler (contract/validation.ts). */

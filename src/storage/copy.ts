@@ -1,3 +1,5 @@
+import { PLANTS_TABLE } from './plant-rows.js';
+
 /**
  * What `plant-store copy` moves between two stores of any engines: the tables, their columns as
  * migration 2 defines them, and the small bulk interface both engines implement (sqlite/copy.ts,
@@ -52,7 +54,7 @@ export const COPY_TABLES: CopyTable[] = [
     name: 'plants',
     key: ['id'],
     // name_folded travels with the name: the destination indexes it as it comes (sqlite/search-index.ts).
-    columns: { account: 'text', id: 'int64', name: 'text', tag: 'text', revision: 'int64', name_folded: 'text' },
+    columns: PLANTS_TABLE,
   },
   {
     name: 'webhook_endpoints',
@@ -93,6 +95,32 @@ export const COPY_TABLES: CopyTable[] = [
     },
   },
 ];
+
+/** How an engine binds a neutral value (`to`) and reads one back (`from`): sqlite/copy.ts, postgres/copy.ts. */
+export type ToEngine = (kind: ColumnKind, value: Value) => unknown;
+export type FromEngine = (kind: ColumnKind, value: unknown) => Value;
+
+/**
+ * The pieces both engines' copy stores build from a table. Table and column names come from
+ * COPY_TABLES, never from input.
+ */
+
+/** The condition that keeps only `only`'s rows, to append to a WHERE (empty when the table has none). */
+export const onlyRows = (table: CopyTable) => (table.only ? ` AND ${table.only.column} = '${table.only.value}'` : '');
+
+export const keyList = (table: CopyTable) => table.key.join(', ');
+
+/** A key's values as the engine binds them. */
+export const keyValues = (table: CopyTable, key: Key, to: ToEngine) =>
+  key.map((value, i) => to(table.columns[table.key[i]!]!, value));
+
+/** The key of a row the engine read. */
+export const keyOf = (table: CopyTable, raw: Record<string, unknown>, from: FromEngine): Key =>
+  table.key.map((column) => from(table.columns[column]!, raw[column]));
+
+/** A row the engine read, by column, its values in their neutral form. */
+export const rowOf = (table: CopyTable, raw: Record<string, unknown>, from: FromEngine): Row =>
+  Object.fromEntries(Object.entries(table.columns).map(([column, kind]) => [column, from(kind, raw[column])]));
 
 /** One end of a copy. Every read and count is of one account's rows (and of `only`'s rows). */
 export interface CopyStore {

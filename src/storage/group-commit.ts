@@ -1,4 +1,5 @@
 import type { Storage } from './types.js';
+import { outcomeUnknown } from './unavailable.js';
 import type { ChangeOutcome, PlantChange } from './types/plants.js';
 
 /** At most this many changes per transaction: one commit never holds the store (or the event loop) for long. */
@@ -63,7 +64,8 @@ interface Pending {
  * Changes apply in the order they arrived, each with its own outcome. Each caller is answered only
  * after the commit that holds its change (and the webhook events it queued) is durable. If a batch
  * fails, its changes are retried one by one, so a change that is valid on its own never fails
- * because of a neighbour. `observer` is told of each write and commit (see CommitObserver).
+ * because of a neighbour; unless its outcome is unknown (the database cut off or silent), when
+ * each caller is told so instead. `observer` is told of each write and commit (see CommitObserver).
  * With `enabled` false (`--group-commit off`), every change is its own transaction: the bench's baseline.
  */
 export function groupCommit(
@@ -98,7 +100,13 @@ export function groupCommit(
         p.resolve(outcomes[i]!);
       });
     } catch (error) {
-      if (batch.length === 1) return batch[0]!.reject(error);
+      // The store could not be reached, or did not answer: the commit may have happened or not,
+      // so trying each change again could answer it twice (a DELETE found gone: 404). Each caller
+      // is told 503 instead, and an identical retry of a create or a batch replays.
+      if (batch.length === 1 || outcomeUnknown(error)) {
+        for (const pending of batch) pending.reject(error);
+        return;
+      }
       for (const pending of batch) await commit([pending]);
     }
   }

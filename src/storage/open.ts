@@ -7,6 +7,10 @@ export interface StorageOptions {
   pgPoolMax?: number;
   /** A direct PostgreSQL URL when `databaseUrl` is a transaction-pooling PgBouncer (postgres/index.ts). */
   databaseDirectUrl?: string;
+  /** `--database-timeout` (PostgreSQL): the longest any call waits for the database. */
+  databaseTimeoutMs?: number;
+  /** The server: a database that does not answer at start is waited for (postgres/index.ts). */
+  waitForDatabase?: boolean;
   /** Whether the change feed's events are written (`--event-retention` above 0); default yes. */
   feed?: boolean;
   /** Where SQLite's write transactions run (`--sqlite-writer`, sqlite/index.ts); default `thread`. */
@@ -29,5 +33,7 @@ export async function openStorage(databaseUrl: string, options: StorageOptions =
     poolMax: options.pgPoolMax,
     directUrl: options.databaseDirectUrl,
     feed: { feed, testCommitDelayMs: options.testCommitDelayMs ?? 0 },
+    ...(options.databaseTimeoutMs !== undefined && { timeoutMs: options.databaseTimeoutMs }),
+    wait: options.waitForDatabase ?? false,
   });
 }

@@ -16,4 +16,24 @@ export interface Storage extends PlantStorage, TokenStorage, WebhookStorage, Fee
   /** Throws when the store does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * While the store waits for a database that did not answer at start (PostgreSQL): resolves once
+   * it answers and its schema is up to date, rejects on an error no retry can mend. Null once ready.
+   */
+  untilReady?(): Promise<void> | null;
+  /** Seconds since the database last answered, 0 while it answers (PostgreSQL). */
+  unreachableSeconds?(): number;
+  /**
+   * Where the store tells of faults it meets and recovers from by itself (a full disk, a writer
+   * thread restarted): storage stands below the log and the metrics, so the app hands them down.
+   * Until then it tells no one.
+   */
+  reportTo?(report: StoreReport): void;
+}
+
+/** The log and the failure counter, as a store sees them (ops/store-report.ts makes one). */
+export interface StoreReport {
+  log(level: 'error' | 'warn' | 'info', fields: Record<string, unknown>, message: string): void;
+  /** One failed call to a dependency: `plant_store_dependency_errors_total{dependency}`. */
+  dependencyFailed(dependency: 'postgres' | 'redis' | 'disk'): void;
 }

@@ -16,10 +16,50 @@ const UNAVAILABLE_CODES = new Set([
   'SQLITE_BUSY',
   'SQLITE_LOCKED',
   'SQLITE_FULL',
+  // The SQLite writer thread ended with the write in flight (sqlite/writer-thread.ts): its outcome is unknown.
+  'WRITER_THREAD_ENDED',
+  'DATABASE_UNAVAILABLE',
 ]);
 
 export function isStorageUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return false;
-  return UNAVAILABLE_CODES.has(code) || /^(08|53|57P)/.test(code);
+  return UNAVAILABLE_CODES.has(code) || diskFault(error) !== null || /^(08|53|57P)/.test(code);
+}
+
+/** Whether SQLite's disk refused: `full` (SQLITE_FULL, ENOSPC) or `io` (the SQLITE_IOERR family); else null. */
+export function diskFault(error: unknown): 'full' | 'io' | null {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'SQLITE_FULL') return 'full';
+  return typeof code === 'string' && code.startsWith('SQLITE_IOERR') ? 'io' : null;
+}
+
+/** What the 503 for an unavailable store says: the cause when the client can do something with it. */
+export function unavailableMessage(error: unknown): string {
+  switch (diskFault(error)) {
+    case 'full':
+      return "the store's disk is full: writes are refused until space is freed; retry later";
+    case 'io':
+      return "the store's disk reported an I/O error; retry later";
+    default:
+      return error instanceof DatabaseUnavailable ? error.message : 'the store is unavailable right now; retry shortly';
+  }
+}
+
+/**
+ * The database could not be reached, or did not answer in time (postgres/bounded.ts): a 503 whose
+ * message says which. `code` makes it unavailable above (isStorageUnavailable) without its class.
+ */
+export class DatabaseUnavailable extends Error {
+  readonly code = 'DATABASE_UNAVAILABLE';
+}
+
+/**
+ * Whether a failed write transaction may have committed all the same: the database was cut off
+ * or did not answer after its COMMIT may have been sent. SQLite's refusals (busy, a full disk)
+ * roll the transaction back before they are raised, so theirs is known.
+ */
+export function outcomeUnknown(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return isStorageUnavailable(error) && !(typeof code === 'string' && code.startsWith('SQLITE_'));
 }

@@ -1,10 +1,37 @@
 import type { PlantEventType } from '../events/plant-event.js';
-import type { ClaimedDelivery, WebhookDelivery } from './types/webhooks.js';
+import type { RowValues } from './row-values.js';
+import type { ClaimedDelivery, WebhookDelivery, WebhookEndpoint } from './types/webhooks.js';
 
 /**
- * The rows of the webhook tables as both engines read them; `Time` is how each hands back a time:
- * a `Date` from PostgreSQL's timestamptz, epoch milliseconds from SQLite.
+ * The rows of the webhook tables as both engines read them; `Time`, `Words` and `Flag` are how each
+ * hands back a time, a list of words and a flag (row-values.ts).
  */
+
+export interface EndpointRow<Time, Words, Flag> {
+  id: string;
+  url: string;
+  events: Words;
+  description: string;
+  enabled: Flag;
+  created_at: Time;
+}
+
+/** What reading an endpoint reads (never its secrets). */
+export const ENDPOINT_COLUMNS = ['id', 'url', 'events', 'description', 'enabled', 'created_at'] as const;
+
+export function toEndpoint<Time, Words, Flag>(
+  row: EndpointRow<Time, Words, Flag>,
+  values: RowValues<Time, Words, Flag>,
+): WebhookEndpoint {
+  return {
+    id: row.id,
+    url: row.url,
+    events: values.words(row.events) as PlantEventType[],
+    description: row.description,
+    enabled: values.flag(row.enabled),
+    createdAt: values.date(row.created_at),
+  };
+}
 
 export interface DeliveryRow<Time> {
   event_id: string;

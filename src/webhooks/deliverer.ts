@@ -53,6 +53,8 @@ export class Deliverer {
   private pruner: NodeJS.Timeout | undefined;
   private pruning: Promise<void> = Promise.resolve();
   private lastBusyClaim = 0;
+  /** The last claim failed (the store unreachable): an outage is told once, not at every poll. */
+  private claimsFailing = false;
   private readonly results: ResultWriter;
 
   constructor(
@@ -107,8 +109,13 @@ export class Deliverer {
           const due = await this.storage.claimDeliveries(this.owner, new Date(now), leaseUntil, free, share);
           for (const delivery of due) this.track(delivery, this.deliver(delivery));
           claimed = due.length;
+          this.claimsFailing = false;
         } catch (error) {
-          this.options.log.warn({ err: error }, 'webhooks: could not claim due deliveries; trying again');
+          // Once per outage: a store that is down fails every poll, several times a second.
+          if (!this.claimsFailing) {
+            this.options.log.warn({ err: error }, 'webhooks: could not claim due deliveries; trying again');
+          }
+          this.claimsFailing = true;
         }
       }
       // A full batch means more may be due: go again as soon as a slot frees. Otherwise poll.

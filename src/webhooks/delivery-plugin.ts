@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Storage } from '../storage/types.js';
 import type { AddressGuard } from './address-guard.js';
-import { apiSaturation } from './api-load.js';
+import { apiSaturation } from './saturation.js';
 import { Deliverer } from './deliverer.js';
 import { DeliveryThread } from './delivery-thread.js';
 import { AttemptCounts } from './attempt-counts.js';

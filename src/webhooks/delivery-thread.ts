@@ -3,7 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { threadCpuMicros } from '../ops/thread-cpu.js';
 import type { DeliverySource } from '../storage/types/webhooks.js';
 import { threadModule } from '../thread-module.js';
-import { apiSaturation } from './api-load.js';
+import { apiSaturation } from './saturation.js';
 import type { AttemptCounts } from './attempt-counts.js';
 import type { DeliveryLog, DeliverySettings } from './delivery-types.js';
 

@@ -1,19 +1,12 @@
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { ownThreadId } from '../ops/thread-cpu.js';
-import { openDeliveries } from '../storage/open-deliveries.js';
+import { openDeliveries } from '../storage/open-delivery-store.js';
 import { AddressGuard } from './address-guard.js';
 import { AttemptCounts } from './attempt-counts.js';
 import { Deliverer } from './deliverer.js';
 import type { DeliveryThreadData, DeliveryThreadMessage } from './delivery-thread.js';
-
-/**
- * Nice 19 for this thread alone: where it shares a core with the API's threads, the scheduler
- * gives them the core first (about 70 to 1), and this thread what they leave. Linux only, where a
- * thread has an id of its own that setpriority accepts; elsewhere the thread keeps the process's
- * priority.
- */
-const THREAD_NICENESS = 19;
+import { DELIVERY_THREAD_NICENESS } from './delivery-types.js';
 
 /** The delivery thread's body (delivery-thread.ts says why there is one). `stop` ends it once the attempts in flight have. */
 const { source, settings, allowPrivate, apiBusy, attempts } = workerData as DeliveryThreadData;
@@ -23,7 +16,7 @@ const busy = new Int32Array(apiBusy);
 
 const threadId = ownThreadId();
 if (threadId !== null) {
-  setPriority(threadId, THREAD_NICENESS);
+  setPriority(threadId, DELIVERY_THREAD_NICENESS);
   tell({ threadId });
 }
 const store = await openDeliveries(source);

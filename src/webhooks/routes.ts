@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import { errorResponses, NoContent } from '../http/openapi.js';
 import {
   NewWebhookEndpoint,
@@ -19,7 +20,7 @@ import type { WebhookService } from './service.js';
  * its schemas declare, and it can answer only a declared status with the declared shape. The
  * routes of an endpoint's deliveries are in delivery-routes.ts.
  */
-export async function webhookRoutes(fastify: FastifyInstance, { webhooks }: { webhooks: WebhookService }) {
+async function webhookRoutesPlugin(fastify: FastifyInstance, { webhooks }: { webhooks: WebhookService }) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
   app.post(
@@ -153,3 +154,10 @@ export async function webhookRoutes(fastify: FastifyInstance, { webhooks }: { we
 
   deliveryRoutes(fastify, webhooks);
 }
+
+/** Its own context (encapsulated), after the bearer hook that gives each request its account (auth/bearer.ts). */
+export const webhookRoutes = fp(webhookRoutesPlugin, {
+  name: 'webhook-routes',
+  dependencies: ['bearer-auth'],
+  encapsulate: true,
+});

@@ -14,7 +14,8 @@ import { fileURLToPath } from 'node:url';
 
 const FLOORS: readonly string[][] = [
   ['limits'],
-  ['config', 'schemas', 'random-pool', 'version', 'thread-module'],
+  ['config', 'schemas', 'random-pool', 'version', 'thread-module', 'deadline'],
+  ['plant-fields'],
   ['events'],
   ['storage'],
   ['errors'],

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { before, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hashSecret, newToken } from '../../src/auth/api-tokens.js';
 import { FailureLimit, clientOf } from '../../src/auth/failure-limit.js';
 import { SCOPES } from '../../src/auth/scopes.js';
 import { openStorage } from '../../src/storage/open.js';
 import { ENGINES, sqlite } from '../helpers/engines.js';
-import { call, listPlants } from '../helpers/http.js';
-import { createToken } from '../helpers/server.js';
+import { call, listPlants, metric } from '../helpers/http.js';
+import { createToken, startServer, type RunningServer } from '../helpers/server.js';
 import { isErrorBody, realServer } from '../helpers/suite.js';
 
 const madeUp = () => `pst_${randomBytes(32).toString('base64url')}`;
@@ -16,13 +16,6 @@ const madeUp = () => `pst_${randomBytes(32).toString('base64url')}`;
 /** One request from `address` (the server trusts X-Forwarded-For), with `token` when given. */
 function from(url: string, address: string, token?: string) {
   return call(`${url}/plants`, { headers: { 'x-forwarded-for': address }, ...(token ? { token } : {}) });
-}
-
-/** The value of one metric series in the server's /metrics, 0 when absent. */
-async function metric(url: string, series: string): Promise<number> {
-  const text = (await call(`${url}/metrics`)).text;
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? 0 : Number(line.split(' ')[1]);
 }
 
 for (const engine of ENGINES) {
@@ -97,9 +90,24 @@ describe('the failure limit counts in windows of a minute per client', () => {
 });
 
 describe('--auth-failure-limit 0 turns the limit off', () => {
-  const s = realServer(sqlite, ['--auth-failure-limit', '0']);
+  let store: Awaited<ReturnType<typeof sqlite.fresh>>;
+  let server: RunningServer;
+  before(async () => {
+    store = await sqlite.fresh();
+    // AUTH_FAILURE_LIMIT=5 in the environment, so the flag is what turns it off (flags win).
+    server = await startServer({
+      database: store.url,
+      args: ['--auth-failure-limit', '0'],
+      env: { AUTH_FAILURE_LIMIT: '5' },
+    });
+  });
+  after(async () => {
+    await server.stop();
+    await store.drop();
+  });
+
   it('answers every failure 401', async () => {
-    const replies = await Promise.all(Array.from({ length: 80 }, () => listPlants(s.url, madeUp())));
+    const replies = await Promise.all(Array.from({ length: 80 }, () => listPlants(server.url, madeUp())));
     assert.deepEqual([...new Set(replies.map((r) => r.status))], [401]);
   });
 });

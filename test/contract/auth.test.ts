@@ -9,7 +9,7 @@ import { isErrorBody, realServer } from '../helpers/suite.js';
 const REALM = 'Bearer realm="plant-store"';
 
 for (const engine of ENGINES_AND_POOLER) {
-  describe(`bearer tokens (${engine.name})`, () => {
+  describe(`bearer tokens (${engine.name})`, { skip: engine.skip }, () => {
     const s = realServer(engine);
 
     describe('missing or malformed Authorization is 401 with the realm challenge', () => {
@@ -47,6 +47,7 @@ for (const engine of ENGINES_AND_POOLER) {
       it('refuses a token of another shape', async () => {
         const reply = await listPlants(s.url, 'hello-world');
         assert.equal(reply.status, 401);
+        assert.ok(isErrorBody(reply), reply.text);
         assert.match(reply.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
       });
       it('refuses a revoked token within 1 second, while the server runs', async () => {
@@ -111,8 +112,12 @@ for (const engine of ENGINES_AND_POOLER) {
           headers: { 'content-type': 'text/plain' },
           body: 'x'.repeat(20_000),
         });
-        assert.equal(bad.status, 401);
-        assert.equal((await call(`${s.url}/plants?limit=-1`)).status, 401);
+        const badQuery = await call(`${s.url}/plants?limit=-1`);
+        for (const reply of [bad, badQuery]) {
+          assert.equal(reply.status, 401, reply.text);
+          assert.ok(isErrorBody(reply), reply.text);
+          assert.match(reply.headers.get('www-authenticate') ?? '', /^Bearer realm="plant-store"/);
+        }
       });
     });
   });

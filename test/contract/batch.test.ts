@@ -43,8 +43,9 @@ for (const engine of ENGINES) {
           plants(1, 1000, (i) => `a name long enough to pass 16 KiB ${i}`),
         );
         assert.equal(reply.status, 200);
-        assert.equal((reply.json as unknown[]).length, 1000);
-        assert.equal((await listed(token)).length, 1000);
+        const names = plants(1, 1000, (i) => `a name long enough to pass 16 KiB ${i}`).map(({ name }) => ({ name }));
+        assert.deepEqual(reply.json, names);
+        assert.deepEqual(await listed(token), names);
       });
     });
 
@@ -54,17 +55,18 @@ for (const engine of ENGINES) {
         await postPlant(s.url, token, { id: 2, name: 'plant 2' });
         const first = await postBatch(s.url, token, plants(1, 3));
         assert.equal(first.status, 200);
+        assert.equal(first.text, '[{"name":"plant 1"},{"name":"plant 2"},{"name":"plant 3"}]');
         const again = await postBatch(s.url, token, plants(1, 3));
         assert.equal(again.status, 200);
         assert.equal(again.text, first.text);
-        assert.equal((await listed(token)).length, 3);
+        assert.deepEqual(await listed(token), [{ name: 'plant 1' }, { name: 'plant 2' }, { name: 'plant 3' }]);
       });
       it('an id twice with the same content is one plant', async () => {
         const token = account();
         const reply = await postBatch(s.url, token, [...plants(1, 2), ...plants(1, 1)]);
         assert.equal(reply.status, 200);
-        assert.equal((reply.json as unknown[]).length, 3);
-        assert.equal((await listed(token)).length, 2);
+        assert.deepEqual(reply.json, [{ name: 'plant 1' }, { name: 'plant 2' }, { name: 'plant 1' }]);
+        assert.deepEqual(await listed(token), [{ name: 'plant 1' }, { name: 'plant 2' }]);
       });
     });
 
@@ -103,18 +105,25 @@ for (const engine of ENGINES) {
         const token = account();
         await postPlant(s.url, token, { id: 1, name: 'other' });
         refusal(await postBatch(s.url, token, [...plants(1, 2), { id: 9 }]), 400, /^\[2\]\.name/);
+        assert.deepEqual(await listed(token), [{ name: 'other' }]);
       });
       it("another account's plants never conflict", async () => {
         const [a, b] = [account(), account()];
         await postPlant(s.url, a, { id: 1, name: 'mine' });
         assert.equal((await postBatch(s.url, b, plants(1, 2))).status, 200);
+        assert.deepEqual(await listed(b), [{ name: 'plant 1' }, { name: 'plant 2' }]);
+        assert.deepEqual(await listed(a), [{ name: 'mine' }]);
       });
     });
 
     describe('the same Content-Type rules as create, at most 1 MiB, POST only, plants:write', () => {
       it('415 without a JSON Content-Type', async () => {
-        refusal(await postBatch(s.url, account(), plants(1, 1), 'text/plain'), 415, /Content-Type/);
-        assert.equal((await postBatch(s.url, account(), plants(1, 1), 'application/vnd.x+json')).status, 200);
+        const token = account();
+        refusal(await postBatch(s.url, token, plants(1, 1), 'text/plain'), 415, /Content-Type/);
+        assert.deepEqual(await listed(token), []);
+        const json = await postBatch(s.url, token, plants(1, 1), 'application/vnd.x+json');
+        assert.equal(json.status, 200, json.text);
+        assert.deepEqual(json.json, [{ name: 'plant 1' }]);
       });
       it('413 past 1 MiB', async () => {
         const body = JSON.stringify([{ id: 1, name: 'x', pad: 'p'.repeat(1024 * 1024) }]);
@@ -140,8 +149,14 @@ for (const engine of ENGINES) {
     describe('the rate limit counts a batch as one request', () => {
       it('a batch of 500 leaves the rest of the second', async () => {
         const token = account();
-        assert.equal((await postBatch(s.url, token, plants(1, 500))).status, 200);
-        assert.equal((await listPlants(s.url, token, '?limit=1')).status, 200);
+        const batch = await postBatch(s.url, token, plants(1, 500));
+        assert.equal(batch.status, 200, batch.text);
+        assert.equal(batch.headers.get('ratelimit-limit'), '5');
+        assert.equal(batch.headers.get('ratelimit-remaining'), '4', 'the batch is one request of the five');
+        const next = await listPlants(s.url, token, '?limit=1');
+        assert.equal(next.status, 200);
+        // The next request of the same second sees three left; one after the batch's second, four.
+        assert.match(next.headers.get('ratelimit-remaining') ?? '', /^[34]$/);
       });
     });
   });

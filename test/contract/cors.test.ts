@@ -94,7 +94,10 @@ for (const engine of ENGINES) {
     it('errors carry the headers too, so the browser lets the page read them', async () => {
       const reply = await call(`${s.url}/plants`, { headers: { origin: APP } });
       assert.equal(reply.status, 401);
+      assert.ok(isErrorBody(reply), reply.text);
       assert.equal(reply.headers.get('access-control-allow-origin'), APP);
+      assert.match(reply.headers.get('vary') ?? '', /Origin/);
+      assert.match(reply.headers.get('access-control-expose-headers') ?? '', /Retry-After/i);
     });
 
     it('an origin not on the list gets none of the headers, and the request is otherwise the same', async () => {
@@ -102,6 +105,9 @@ for (const engine of ENGINES) {
       const reply = await call(`${s.url}/plants`, { token: s.token, headers: { origin: STRANGER } });
       assert.equal(reply.status, 200);
       for (const name of [...CORS_HEADERS, 'vary']) assert.equal(reply.headers.get(name), null, name);
+      // The same answer as without an Origin: the account's plants, counted by the rate limit.
+      assert.deepEqual(reply.json, [{ name: 'cors' }]);
+      assert.equal(reply.headers.get('ratelimit-limit'), '1');
     });
 
     it("a preflight gets 204 with the path's methods, the allowed headers and Max-Age 600, without a token", async () => {
@@ -123,16 +129,11 @@ for (const engine of ENGINES) {
       assert.equal(events.headers.get('access-control-allow-methods'), 'GET');
     });
 
-    it('preflights are not counted by the rate limit or the bad-credential limit', async () => {
-      for (let i = 0; i < 5; i++) assert.equal((await preflight(s.url, '/plants', APP)).status, 204);
-      await new Promise((resolve) => setTimeout(resolve, 1_100));
-      assert.equal((await call(`${s.url}/plants`, { token: s.token })).status, 200, 'the rate limit has room');
-    });
-
     it('a preflight from another origin, or to an unknown path, is not answered as one', async () => {
       const stranger = await preflight(s.url, '/plants', STRANGER);
       assert.equal(stranger.status, 405);
-      assert.equal(stranger.headers.get('access-control-allow-origin'), null);
+      assert.ok(isErrorBody(stranger), stranger.text);
+      for (const name of CORS_HEADERS) assert.equal(stranger.headers.get(name), null, name);
       const unknown = await preflight(s.url, '/nowhere', APP);
       assert.equal(unknown.status, 404);
       assert.ok(isErrorBody(unknown));
@@ -147,13 +148,42 @@ for (const engine of ENGINES) {
     });
   });
 
+  describe(`a preflight is not counted by the rate limit or the bad-credential limit (${engine.name})`, () => {
+    // Both limits at 1, so that one counted preflight would use up either budget.
+    const s = realServer(engine, ['--cors-origins', APP, '--rate-limit', '1', '--auth-failure-limit', '1']);
+
+    it('leaves the account its whole second and the address its whole minute, without waiting', async () => {
+      // With the account's token, with a bad one and with none: a preflight is never authenticated.
+      for (const authorization of [`Bearer ${s.token}`, 'Bearer pst_not-a-token', undefined, undefined, undefined]) {
+        const reply = await preflight(s.url, '/plants', APP, 'GET', authorization ? { authorization } : {});
+        assert.equal(reply.status, 204);
+        assert.equal(reply.headers.get('ratelimit-limit'), null, 'a counted answer carries RateLimit-*');
+      }
+      // At once, in the same second and minute as the preflights: the account's first counted
+      // request and the address's first failure.
+      const first = await call(`${s.url}/plants`, { token: s.token });
+      assert.equal(first.status, 200, first.text);
+      assert.equal(first.headers.get('ratelimit-remaining'), '0');
+      const failure = await call(`${s.url}/plants`, { token: 'pst_not-a-token' });
+      assert.equal(failure.status, 401, failure.text);
+      // Both limits are on and counting: the next of each is refused.
+      assert.equal((await call(`${s.url}/plants`, { token: s.token })).status, 429);
+      const second = await call(`${s.url}/plants`, { token: 'pst_not-a-token' });
+      assert.equal(second.status, 429);
+      assert.match((second.json as { message: string }).message, /failed authentications/);
+    });
+  });
+
   describe(`CORS for every origin: * (${engine.name})`, () => {
     const s = realServer(engine, ['--cors-origins', '*']);
     it('answers Allow-Origin: * with Vary: Origin, and preflights', async () => {
       const reply = await call(`${s.url}/plants`, { token: s.token, headers: { origin: STRANGER } });
       assert.equal(reply.headers.get('access-control-allow-origin'), '*');
       assert.match(reply.headers.get('vary') ?? '', /Origin/);
-      assert.equal((await preflight(s.url, '/plants', STRANGER)).status, 204);
+      const preflighted = await preflight(s.url, '/plants', STRANGER);
+      assert.equal(preflighted.status, 204);
+      assert.equal(preflighted.headers.get('access-control-allow-origin'), '*');
+      assert.equal(preflighted.headers.get('access-control-allow-methods'), 'GET, HEAD, POST');
     });
   });
 }

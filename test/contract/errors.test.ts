@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { describe, it } from 'node:test';
 import { sqlite } from '../helpers/engines.js';
-import { call } from '../helpers/http.js';
+import { call, postPlant } from '../helpers/http.js';
 import { isErrorBody, realServer } from '../helpers/suite.js';
 
 /** Sends raw bytes and resolves with everything the server answers before closing. */
@@ -16,6 +16,18 @@ function raw(url: string, bytes: string): Promise<string> {
     socket.on('error', reject);
     socket.setTimeout(5_000, () => socket.destroy(new Error('no answer')));
   });
+}
+
+/** The body of a chunked answer (ASCII), without its chunk sizes. */
+function dechunk(body: string): string {
+  let text = '';
+  for (let at = 0; ;) {
+    const end = body.indexOf('\r\n', at);
+    const size = Number.parseInt(body.slice(at, end), 16);
+    if (!(size > 0)) return text;
+    text += body.slice(end + 2, end + 2 + size);
+    at = end + 2 + size + 2;
+  }
 }
 
 function parseRaw(answer: string) {
@@ -49,6 +61,7 @@ describe('every non-2xx response is the Error body', () => {
     it('POST /healthz', async () => {
       const reply = await call(`${s.url}/healthz`, { method: 'POST' });
       assert.equal(reply.status, 405);
+      assert.ok(isErrorBody(reply), reply.text);
       assert.equal(reply.headers.get('allow'), 'GET, HEAD');
     });
     it('a method Fastify does not route (PROPFIND) on /plants', async () => {
@@ -57,7 +70,9 @@ describe('every non-2xx response is the Error body', () => {
       );
       assert.equal(status, 405);
       assert.match(head, /allow: GET, HEAD, POST/i);
-      assert.deepEqual((json as { error: number }).error, 405);
+      assert.match(head, /content-type: application\/json/i);
+      assert.deepEqual(Object.keys(json as object).sort(), ['error', 'message']);
+      assert.equal((json as { error: number }).error, 405);
     });
   });
 
@@ -76,8 +91,52 @@ describe('every non-2xx response is the Error body', () => {
         assert.match(head, /content-type: application\/json/i);
         assert.deepEqual(Object.keys(json as object).sort(), ['error', 'message']);
         assert.equal((json as { error: number }).error, 400);
+        // llhttp's own words for what it rejected follow.
+        assert.match((json as { message: string }).message, /^malformed HTTP request(?: line)?: \w/);
       });
     }
+  });
+
+  describe('a character not allowed in a URL is a 400 saying to percent-encode it, and how', () => {
+    const message = async (requestLine: string) => {
+      const { status, json } = parseRaw(await raw(s.url, `${requestLine}\r\nHost: x\r\n\r\n`));
+      assert.equal(status, 400);
+      return (json as { message: string }).message;
+    };
+    const curl = " (with curl: -G --data-urlencode 'name=value')";
+
+    it('names raw UTF-8 in the query (what curl sends for ?q=ελιά) and its encoding', async () => {
+      assert.equal(
+        await message('GET /plants?q=ελιά HTTP/1.1'),
+        `a character in the URL's query must be percent-encoded: "ε" is %CE%B5${curl}`,
+      );
+    });
+
+    it('names it in the path, a character outside the BMP whole', async () => {
+      assert.equal(
+        await message('GET /plants/🌿 HTTP/1.1'),
+        `a character in the URL's path must be percent-encoded: "🌿" is %F0%9F%8C%BF${curl}`,
+      );
+    });
+
+    it('names a control byte by its value', async () => {
+      assert.equal(
+        await message('GET /plants?q=a\x01 HTTP/1.1'),
+        `a character in the URL's query must be percent-encoded: byte 0x01 is %01${curl}`,
+      );
+    });
+
+    it('says a space in the URL must be %20', async () => {
+      assert.equal(
+        await message('GET /plants?q=white oak HTTP/1.1'),
+        'malformed HTTP request line: a space in the URL must be percent-encoded (%20)',
+      );
+    });
+
+    it('answers the same search percent-encoded', async () => {
+      const reply = await call(`${s.url}/plants?q=${encodeURIComponent('ελιά')}`, { token: s.token });
+      assert.equal(reply.status, 200);
+    });
   });
 
   describe('a valid request pipelined before bad bytes is answered first, then the 400', () => {
@@ -85,7 +144,7 @@ describe('every non-2xx response is the Error body', () => {
       const answer = await raw(s.url, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nBROKEN LINE\r\n\r\n');
       const statuses = [...answer.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((match) => Number(match[1]));
       assert.deepEqual(statuses, [200, 400], answer);
-      assert.match(answer, /"error":400,"message":"malformed HTTP request"/);
+      assert.match(answer, /"error":400,"message":"malformed HTTP request: invalid method encountered"/);
     });
 
     it('answers an authenticated GET /plants 200 before the 400', async () => {
@@ -95,6 +154,8 @@ describe('every non-2xx response is the Error body', () => {
       );
       const statuses = [...answer.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((match) => Number(match[1]));
       assert.deepEqual(statuses, [200, 400], answer);
+      assert.match(answer, /\r\n\r\n(?:[\da-f]+\r\n)?\[/, 'the page before the 400');
+      assert.match(answer, /"error":400,"message":"malformed HTTP request: invalid method encountered"/);
     });
   });
 
@@ -105,14 +166,36 @@ describe('every non-2xx response is the Error body', () => {
       );
       assert.equal(status, 417);
       assert.match(head, /content-type: application\/json/i);
+      assert.deepEqual(Object.keys(json as object).sort(), ['error', 'message']);
       assert.equal((json as { error: number }).error, 417);
     });
   });
 
   describe('HEAD /plants behaves as GET without a body', () => {
-    it('answers 200 with a token and 401 without', async () => {
-      assert.equal((await call(`${s.url}/plants`, { method: 'HEAD', token: s.token })).status, 200);
-      assert.equal((await call(`${s.url}/plants`, { method: 'HEAD' })).status, 401);
+    /** The status line and headers, less those that differ between any two answers (or that only a body needs). */
+    const headers = (head: string) =>
+      head
+        .split('\r\n')
+        .filter((line) => !/^(date|x-request-id|transfer-encoding):/i.test(line))
+        .sort();
+    const ask = (method: string, authorization: string) =>
+      raw(s.url, `${method} /plants HTTP/1.1\r\nHost: x\r\n${authorization}Connection: close\r\n\r\n`);
+
+    it('answers 200 with a token and 401 without, with the headers GET sends and no body', async () => {
+      assert.equal((await postPlant(s.url, s.token, { id: 1, name: 'head' })).status, 200);
+      for (const [authorization, status, body] of [
+        [`Authorization: Bearer ${s.token}\r\n`, 200, /^\[\{"name":"head"\}\]$/],
+        ['', 401, /"error":401/],
+      ] as const) {
+        const get = await ask('GET', authorization);
+        const head = await ask('HEAD', authorization);
+        const [getHead, getBody] = get.split('\r\n\r\n', 2) as [string, string];
+        const [headHead, headBody] = head.split('\r\n\r\n', 2) as [string, string];
+        assert.match(headHead, new RegExp(`^HTTP/1\\.1 ${status} `));
+        assert.deepEqual(headers(headHead), headers(getHead));
+        assert.match(/transfer-encoding: chunked/i.test(getHead) ? dechunk(getBody) : getBody, body);
+        assert.equal(headBody, '', 'HEAD sends no body');
+      }
     });
   });
 

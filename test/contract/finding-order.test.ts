@@ -147,12 +147,15 @@ for (const engine of ENGINES) {
         await refused(`?limit=2&cursor=${cursor}x`);
         await refused('?limit=2&cursor=');
         await refused('?limit=2&cursor=not-a-cursor');
-        const twice = await listPlants(s.url, token, `?limit=2&cursor=${cursor}&cursor=${cursor}`);
-        assert.equal(twice.status, 400);
+        await refused(`?limit=2&cursor=${cursor}&cursor=${cursor}`);
       });
       it('the same tags in another order keep their cursor', async () => {
         const cursor = await cursorOf('?tag=a&tag=b&limit=1');
-        assert.equal((await listPlants(s.url, token, `?tag=b&tag=a&limit=1&cursor=${cursor}`)).status, 200);
+        const reply = await listPlants(s.url, token, `?tag=b&tag=a&limit=1&cursor=${cursor}`);
+        assert.equal(reply.status, 200, reply.text);
+        // The second page of the tagged plants, in id order: the one after the first page's.
+        const second = EXPECTED.id!.filter((p) => p.tag !== null)[1]!;
+        assert.deepEqual(reply.json, [{ name: second.name, tag: second.tag }]);
       });
     });
 
@@ -171,8 +174,16 @@ for (const engine of ENGINES) {
           assert.equal(reply.headers.get('x-total-count'), String(total), query);
           assert.equal(reply.headers.get('preference-applied'), 'count=exact');
         }
-        const { pages } = await allPages(token, `${s.url}/plants?tag=b&limit=1`, { prefer: 'count=exact' });
-        assert.equal(pages, PLANTS.filter((p) => p.tag === 'b').length);
+        // Every page of a paged list, the last included, counts the whole list.
+        const tagged = PLANTS.filter((p) => p.tag === 'b').length;
+        let pages = 0;
+        for (let url: string | null = `${s.url}/plants?tag=b&limit=1`; url !== null; pages++) {
+          const reply = await call(url, { token, headers: { prefer: 'count=exact' } });
+          assert.equal(reply.status, 200);
+          assert.equal(reply.headers.get('x-total-count'), String(tagged), `page ${pages}`);
+          url = nextLink(reply);
+        }
+        assert.equal(pages, tagged);
       });
       it('among other preferences, in any case', async () => {
         const reply = await counted('?limit=1', 'return=minimal, COUNT="exact"; x=y');

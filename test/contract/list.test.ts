@@ -6,7 +6,7 @@ import { createToken } from '../helpers/server.js';
 import { isErrorBody, realServer } from '../helpers/suite.js';
 
 for (const engine of ENGINES_AND_POOLER) {
-  describe(`GET /plants (${engine.name})`, () => {
+  describe(`GET /plants (${engine.name})`, { skip: engine.skip }, () => {
     const s = realServer(engine);
 
     async function accountWith(name: string, ids: Array<number | string>): Promise<string> {
@@ -50,14 +50,17 @@ for (const engine of ENGINES_AND_POOLER) {
           assert.match((reply.json as { message: string }).message, /limit/);
         });
       }
-      it('refuses a repeated limit', async () => {
-        const reply = await listPlants(s.url, s.token, '?limit=1&limit=2');
-        assert.equal(reply.status, 400);
-        assert.ok(isErrorBody(reply));
-      });
-      it('refuses a bare ?limit', async () => {
-        assert.equal((await listPlants(s.url, s.token, '?limit')).status, 400);
-      });
+      for (const [what, query] of [
+        ['a repeated limit', '?limit=1&limit=2'],
+        ['a bare ?limit', '?limit'],
+      ]) {
+        it(`refuses ${what}`, async () => {
+          const reply = await listPlants(s.url, s.token, query);
+          assert.equal(reply.status, 400);
+          assert.ok(isErrorBody(reply), reply.text);
+          assert.match((reply.json as { message: string }).message, /\blimit\b/);
+        });
+      }
       it('accepts 0 (an empty page) and 2147483647 (everything)', async () => {
         const token = await accountWith('limits', [1, 2, 3]);
         const zero = await listPlants(s.url, token, '?limit=0');
@@ -65,13 +68,14 @@ for (const engine of ENGINES_AND_POOLER) {
         assert.deepEqual(zero.json, []);
         const max = await listPlants(s.url, token, '?limit=2147483647');
         assert.equal(max.status, 200);
-        assert.equal((max.json as unknown[]).length, 3);
+        assert.deepEqual(max.json, [{ name: 'p1' }, { name: 'p2' }, { name: 'p3' }]);
         assert.equal(max.headers.get('link'), null);
       });
       it('refuses a cursor that was not issued by the server', async () => {
         const reply = await listPlants(s.url, s.token, '?limit=2&cursor=not-a-cursor');
         assert.equal(reply.status, 400);
-        assert.ok(isErrorBody(reply));
+        assert.ok(isErrorBody(reply), reply.text);
+        assert.match((reply.json as { message: string }).message, /^cursor /);
       });
     });
 
@@ -97,7 +101,10 @@ for (const engine of ENGINES_AND_POOLER) {
       });
       it('gives no Link when the page holds the last plant', async () => {
         const token = await accountWith('lastpage', [1, 2]);
+        assert.ok(nextLink(await listPlants(s.url, token, '?limit=1')), 'a page before the last has one');
         const reply = await listPlants(s.url, token, '?limit=2');
+        assert.equal(reply.status, 200);
+        assert.deepEqual(reply.json, [{ name: 'p1' }, { name: 'p2' }]);
         assert.equal(reply.headers.get('link'), null);
       });
       it("does not let one account's cursor reveal another's plants", async () => {

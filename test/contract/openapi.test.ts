@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { sqlite } from '../helpers/engines.js';
 import { call } from '../helpers/http.js';
+import { openFeed } from '../helpers/sse.js';
 import { realServer } from '../helpers/suite.js';
 
 interface Document {
@@ -88,6 +89,57 @@ describe('GET /openapi.json and /openapi.yaml: the OpenAPI 3.0.1 document', () =
         const pattern = new RegExp(header.schema.pattern);
         for (const good of ['*', '"2kx9f3q1m7v0a"', 'W/"a"', '"a", "b"']) assert.match(good, pattern, good);
         for (const bad of ["55'", 'abc', '"unclosed', '*, "a"']) assert.doesNotMatch(bad, pattern, bad);
+      }
+    });
+  });
+
+  describe('declares an empty If-Match and an empty or made-up cursor refused, as the server refuses them', () => {
+    type Parameter = { name: string; in: string; schema: { pattern?: string; minLength?: number } };
+    const parameter = async (path: string, method: string, where: string, name: string) => {
+      const document = (await call(`${s.url}/openapi.json`)).json as {
+        paths: Record<string, Record<string, { parameters: Parameter[] }>>;
+      };
+      const found = document.paths[path]![method]!.parameters.find(
+        (p) => p.in === where && p.name.toLowerCase() === name,
+      );
+      assert.ok(found?.schema.pattern, `${method} ${path}: ${name}`);
+      return { ...found.schema, pattern: new RegExp(found.schema.pattern) };
+    };
+
+    it('gives If-Match of updatePlant and deletePlant a minLength of 1, and answers an empty one 400', async () => {
+      for (const method of ['PATCH', 'DELETE']) {
+        const schema = await parameter('/plants/{id}', method.toLowerCase(), 'header', 'if-match');
+        assert.equal(schema.minLength, 1);
+        assert.doesNotMatch('', schema.pattern);
+        const reply = await call(`${s.url}/plants/1`, {
+          method,
+          token: s.token,
+          headers: { 'if-match': '', 'content-type': 'application/merge-patch+json' },
+          body: method === 'PATCH' ? '{"name": "x"}' : undefined,
+        });
+        assert.equal(reply.status, 400, method);
+        assert.match((reply.json as { message: string }).message, /If-Match/);
+      }
+    });
+
+    it("gives after and Last-Event-ID of GET /events the cursor's pattern: the feed's own cursors match it", async () => {
+      const after = await parameter('/events', 'get', 'query', 'after');
+      const lastEventId = await parameter('/events', 'get', 'header', 'last-event-id');
+      assert.equal(String(after.pattern), String(lastEventId.pattern));
+      const feed = await openFeed(s.url, { token: s.token });
+      try {
+        const [ready] = await feed.take(1);
+        assert.match(ready!.id!, after.pattern);
+      } finally {
+        feed.close();
+      }
+      for (const bad of ['', 'x', 'not a cursor at all!!']) {
+        assert.doesNotMatch(bad, after.pattern, bad);
+        const reply = await call(`${s.url}/events?after=${encodeURIComponent(bad)}`, {
+          token: s.token,
+          headers: { accept: 'text/event-stream' },
+        });
+        assert.equal(reply.status, 400, bad);
       }
     });
   });

@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { PlantStore } from 'plant-store-client';
 import { chromium, type Browser } from 'playwright-core';
+import { assertPresent, CHROMIUM } from '../helpers/binaries.js';
 import { sqlite } from '../helpers/engines.js';
 import { createToken, startServer, type RunningServer } from '../helpers/server.js';
 import { realServer } from '../helpers/suite.js';
@@ -16,11 +17,6 @@ import { EXPECTED, runSteps } from './browser-app/steps.js';
  * client library (client/dist) against the API, and the same page from an origin not on the list
  * is refused. Chromium as in browser.test.ts (skipped outside CI when it is missing, saying why).
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const missing = existsSync(CHROMIUM)
-  ? false
-  : `no Chromium at ${CHROMIUM}: install it (apt-get install chromium) or set CHROMIUM_PATH`;
-const skip = process.env.CI === 'true' ? false : missing;
 const TIMEOUT = 60_000;
 
 const file = (path: string) => fileURLToPath(new URL(path, import.meta.url));
@@ -71,7 +67,7 @@ async function inPage([api, token, probe]: readonly [string, string, boolean]): 
   }
 }
 
-describe('the client library in a real browser, through CORS (headless Chromium)', { skip }, () => {
+describe('the client library in a real browser, through CORS (headless Chromium)', { skip: CHROMIUM.skip }, () => {
   let app: { server: Server; port: number };
   let api: RunningServer;
   let browser: Browser;
@@ -79,14 +75,14 @@ describe('the client library in a real browser, through CORS (headless Chromium)
   let database = '';
 
   before(async () => {
-    assert.ok(!missing, `${missing} (CI=true: the browser test must run)`);
+    assertPresent(CHROMIUM);
     app = await serveApp();
     const store = await sqlite.fresh();
     drop = store.drop;
     database = store.url;
     // The page's origin is allowed; the same page under the name localhost is another origin.
     api = await startServer({ database: store.url, args: ['--cors-origins', `http://127.0.0.1:${app.port}`] });
-    browser = await chromium.launch({ executablePath: CHROMIUM, timeout: TIMEOUT });
+    browser = await chromium.launch({ executablePath: CHROMIUM.path, timeout: TIMEOUT });
   });
   after(async () => {
     await browser?.close();

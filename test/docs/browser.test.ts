@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
+import { assertPresent, CHROMIUM } from '../helpers/binaries.js';
 import { sqlite } from '../helpers/engines.js';
 import { call } from '../helpers/http.js';
 import { realServer } from '../helpers/suite.js';
@@ -10,13 +11,9 @@ import { realServer } from '../helpers/suite.js';
 /**
  * GET /docs in a real browser: Debian's Chromium (`apt-get install chromium`; `.ci/run` installs it),
  * driven by playwright-core, which never downloads a browser. CHROMIUM_PATH points elsewhere.
- * Under CI=true a missing browser fails the run; elsewhere these tests are skipped, saying why.
+ * Under CI=true a missing browser fails the run; elsewhere these tests are skipped, saying why
+ * (helpers/binaries.ts).
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const missing = existsSync(CHROMIUM)
-  ? false
-  : `no Chromium at ${CHROMIUM}: install it (apt-get install chromium) or set CHROMIUM_PATH`;
-const skip = process.env.CI === 'true' ? false : missing;
 const SCREENSHOT = fileURLToPath(new URL('../../docs/docs-page.png', import.meta.url));
 /** Generous: two cores shared by several test runs. */
 const TIMEOUT = 60_000;
@@ -34,13 +31,13 @@ interface DocsPage {
   outside: string[];
 }
 
-describe('GET /docs in a real browser (headless Chromium)', { skip }, () => {
+describe('GET /docs in a real browser (headless Chromium)', { skip: CHROMIUM.skip }, () => {
   const s = realServer(sqlite);
   let browser: Browser;
 
   before(async () => {
-    assert.ok(!missing, `${missing} (CI=true: the browser test must run)`);
-    browser = await chromium.launch({ executablePath: CHROMIUM, timeout: TIMEOUT });
+    assertPresent(CHROMIUM);
+    browser = await chromium.launch({ executablePath: CHROMIUM.path, timeout: TIMEOUT });
   });
   after(async () => browser?.close());
 

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
+import { PGBOUNCER } from './binaries.js';
 import { pgbouncerPort } from './pgbouncer.js';
 
 /**
@@ -11,6 +12,8 @@ import { pgbouncerPort } from './pgbouncer.js';
  */
 export interface Engine {
   name: 'sqlite' | 'postgres' | 'pgbouncer';
+  /** For the `skip` of a suite on this engine: why it cannot run here (a program missing), or false. */
+  skip: string | false;
   fresh(): Promise<{ url: string; drop: () => Promise<void> }>;
 }
 
@@ -18,6 +21,7 @@ export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://po
 
 export const sqlite: Engine = {
   name: 'sqlite',
+  skip: false,
   async fresh() {
     const dir = mkdtempSync(join(tmpdir(), 'plant-store-test-'));
     return { url: `sqlite:${join(dir, 'store.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
@@ -26,6 +30,7 @@ export const sqlite: Engine = {
 
 export const pg: Engine = {
   name: 'postgres',
+  skip: false,
   async fresh() {
     const admin = postgres(TEST_DATABASE_URL, { max: 1, onnotice: () => {}, connect_timeout: 5 });
     const name = `plant_store_test_${randomBytes(6).toString('hex')}`;
@@ -57,6 +62,7 @@ export const pg: Engine = {
  */
 export const pgbouncer: Engine & { direct(url: string): string } = {
   name: 'pgbouncer',
+  skip: PGBOUNCER.skip,
   async fresh() {
     const port = await pgbouncerPort(TEST_DATABASE_URL);
     const store = await pg.fresh();

@@ -10,7 +10,13 @@ export interface Reply {
 export async function call(url: string, init: RequestInit & { token?: string } = {}): Promise<Reply> {
   const headers = new Headers(init.headers);
   if (init.token !== undefined) headers.set('authorization', `Bearer ${init.token}`);
-  const response = await fetch(url, { ...init, headers });
+  const response = await fetch(url, { ...init, headers }).catch((error: Error & { cause?: { code?: string } }) => {
+    // A kept-alive connection the server closed while this process was blocked (the CLI runs
+    // synchronously: `createToken`) is reused before the close is seen; the server never read the
+    // request, so it is sent once more, on a new connection.
+    if (error.cause?.code !== 'UND_ERR_SOCKET') throw error;
+    return fetch(url, { ...init, headers });
+  });
   const text = await response.text();
   let json: unknown;
   try {
@@ -19,6 +25,12 @@ export async function call(url: string, init: RequestInit & { token?: string } =
     json = undefined;
   }
   return { status: response.status, headers: response.headers, text, json };
+}
+
+/** The value of one series of the server's /metrics (its first sample), 0 when absent. */
+export async function metric(url: string, series: string): Promise<number> {
+  const line = (await call(`${url}/metrics`)).text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.split(' ')[1]);
 }
 
 /** POST /plants with a raw JSON text body (so ids beyond 2^53 stay exact). */

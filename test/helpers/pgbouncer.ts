@@ -3,22 +3,17 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { assertPresent, PGBOUNCER } from './binaries.js';
+import { freePort } from './ports.js';
 
 /**
  * A real PgBouncer (Debian's `pgbouncer`, which .ci/run installs) in transaction-pooling mode on a
  * free port, in front of the test PostgreSQL: every database name reaches the database of that
  * name there. Started once per test process, on first use, and stopped when the process exits.
+ * Suites that need it skip when it is missing (`pgbouncer.skip` in engines.ts, helpers/binaries.ts).
  */
 
-const BINARY = process.env.PGBOUNCER_PATH ?? 'pgbouncer';
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+const BINARY = PGBOUNCER.path;
 
 function ini(target: URL, port: number, dir: string, poolSize: number): string {
   return `[databases]
@@ -59,6 +54,12 @@ async function accepting(port: number, child: ChildProcess, log: () => string): 
 export interface Pgbouncer {
   port: number;
   stop(): void;
+  /**
+   * Kills it (SIGKILL: every client and server connection drops at once, as in a crash or a
+   * restart by an orchestrator), waits `downMs`, and starts it again on the same port; resolves once
+   * it accepts connections again, with when it was started (performance.now()).
+   */
+  restart(downMs?: number): Promise<{ startedAt: number }>;
 }
 
 /**
@@ -67,6 +68,7 @@ export interface Pgbouncer {
  * connection do run on different server connections, as in production.
  */
 export async function startPgbouncer(target: string, { poolSize = 4 } = {}): Promise<Pgbouncer> {
+  assertPresent(PGBOUNCER);
   const url = new URL(target);
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-pgbouncer-'));
   // PgBouncer will not run as root; as root it is told to become `nobody`, who must read these files.
@@ -77,12 +79,17 @@ export async function startPgbouncer(target: string, { poolSize = 4 } = {}): Pro
   writeFileSync(join(dir, 'pgbouncer.log'), '');
   chmodSync(join(dir, 'pgbouncer.log'), 0o666); // written by `nobody` when started as root
   const asRoot = process.getuid?.() === 0 ? ['-u', 'nobody'] : [];
-  const child = spawn(BINARY, [...asRoot, join(dir, 'pgbouncer.ini')], { stdio: 'ignore' });
-  const failed = new Promise<never>((_, reject) =>
-    child.once('error', (error) =>
-      reject(new Error(`cannot start ${BINARY} (${error.message}): install Debian's pgbouncer package (.ci/run does)`)),
-    ),
-  );
+  const launch = () => spawn(BINARY, [...asRoot, join(dir, 'pgbouncer.ini')], { stdio: 'ignore' });
+  let child = launch();
+  const failedToStart = (started: ChildProcess) =>
+    new Promise<never>((_, reject) =>
+      started.once('error', (error) =>
+        reject(
+          new Error(`cannot start ${BINARY} (${error.message}): install Debian's pgbouncer package (.ci/run does)`),
+        ),
+      ),
+    );
+  const failed = failedToStart(child);
   const stop = () => {
     child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
@@ -102,7 +109,19 @@ export async function startPgbouncer(target: string, { poolSize = 4 } = {}): Pro
     stop();
     throw error;
   }
-  return { port, stop };
+  const restart = async (downMs = 0) => {
+    const killed = child;
+    const exited = new Promise((resolve) => killed.once('exit', resolve));
+    killed.kill('SIGKILL');
+    await exited;
+    await new Promise((resolve) => setTimeout(resolve, downMs));
+    const startedAt = performance.now();
+    child = launch();
+    child.unref();
+    await Promise.race([accepting(port, child, log), failedToStart(child)]);
+    return { startedAt };
+  };
+  return { port, stop, restart };
 }
 
 let running: Promise<Pgbouncer> | undefined;

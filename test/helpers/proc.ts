@@ -1,4 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import type { RunningServer } from './server.js';
 
 /** The server process as the kernel sees it (Linux /proc). */
 
@@ -24,4 +26,16 @@ export function openSockets(pid: number): number {
 
 function readlinkFd(pid: number, fd: string): string {
   return readlinkSync(`/proc/${pid}/fd/${fd}`);
+}
+
+/** The worker processes of a `--workers` server: its primary's children. */
+export function workerPids(server: RunningServer): number[] {
+  try {
+    return execFileSync('pgrep', ['-P', String(server.process.pid)], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .map(Number);
+  } catch {
+    return [];
+  }
 }

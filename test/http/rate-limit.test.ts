@@ -14,14 +14,21 @@ describe('too many requests for one account is 429 with Retry-After', () => {
   const s = realServer(sqlite, ['--rate-limit', '5']);
 
   it('answers 429 past the per-second limit, with Retry-After and RateLimit headers', async () => {
-    const { token } = createToken(s.database, 'busy');
-    const replies = await Promise.all(Array.from({ length: 8 }, () => listPlants(s.url, token)));
-    const limited = replies.filter((r) => r.status === 429);
-    assert.ok(limited.length >= 1, 'some requests are limited');
-    assert.ok(replies.filter((r) => r.status === 200).length <= 5 * 2, 'at most the limit per window');
-    const reply = limited[0]!;
-    assert.ok(isErrorBody(reply));
-    assert.match(reply.headers.get('retry-after') ?? '', /^\d+$/);
+    // Eight at once are five answered and three refused when they share one window; a window that
+    // ends in the middle of the burst lets more through, so a few bursts are allowed.
+    let replies: Awaited<ReturnType<typeof listPlants>>[] = [];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const { token } = createToken(s.database, `busy-${attempt}`);
+      replies = await Promise.all(Array.from({ length: 8 }, () => listPlants(s.url, token)));
+      if (replies.filter((r) => r.status === 200).length === 5) break;
+    }
+    const statuses = replies.map((r) => r.status);
+    assert.equal(statuses.filter((status) => status === 200).length, 5, statuses.join(','));
+    assert.equal(statuses.filter((status) => status === 429).length, 3, statuses.join(','));
+    const reply = replies.find((r) => r.status === 429)!;
+    assert.ok(isErrorBody(reply), reply.text);
+    assert.match((reply.json as { message: string }).message, /limit is 5 per second/);
+    assert.match(reply.headers.get('retry-after') ?? '', /^[1-9]\d*$/);
     assert.equal(reply.headers.get('ratelimit-limit'), '5');
     assert.equal(reply.headers.get('ratelimit-remaining'), '0');
   });
@@ -29,15 +36,25 @@ describe('too many requests for one account is 429 with Retry-After', () => {
   it('counts each account on its own', async () => {
     const a = createToken(s.database, 'a-account').token;
     const b = createToken(s.database, 'b-account').token;
-    await Promise.all(Array.from({ length: 8 }, () => listPlants(s.url, a)));
-    assert.equal((await listPlants(s.url, b)).status, 200);
+    const burst = await Promise.all(Array.from({ length: 8 }, () => listPlants(s.url, a)));
+    assert.ok(
+      burst.some((r) => r.status === 429),
+      `a is limited: ${burst.map((r) => r.status)}`,
+    );
+    const other = await listPlants(s.url, b);
+    assert.equal(other.status, 200);
+    assert.equal(other.headers.get('ratelimit-remaining'), '4', "b's first request, whatever a spent");
   });
 
   it('lets the account in again after the window', async () => {
     const { token } = createToken(s.database, 'patient');
-    await Promise.all(Array.from({ length: 8 }, () => listPlants(s.url, token)));
-    await sleep(1_100);
-    assert.equal((await listPlants(s.url, token)).status, 200);
+    const burst = await Promise.all(Array.from({ length: 8 }, () => listPlants(s.url, token)));
+    const refused = burst.find((r) => r.status === 429);
+    assert.ok(refused, `the burst is limited: ${burst.map((r) => r.status)}`);
+    await sleep(Number(refused.headers.get('retry-after')) * 1_000 + 100);
+    const again = await listPlants(s.url, token);
+    assert.equal(again.status, 200);
+    assert.equal(again.headers.get('ratelimit-remaining'), '4', 'a new window, with the whole budget');
   });
 });
 
@@ -88,10 +105,22 @@ describe('one budget per account for every limited operation', () => {
 });
 
 describe('--rate-limit 0 turns the limit off', () => {
-  const s = realServer(sqlite, ['--rate-limit', '0']);
-  it('never answers 429', async () => {
-    const replies = await Promise.all(Array.from({ length: 50 }, () => listPlants(s.url, s.token)));
+  let store: Awaited<ReturnType<typeof sqlite.fresh>>;
+  let server: RunningServer;
+  before(async () => {
+    store = await sqlite.fresh();
+    // RATE_LIMIT=2 in the environment, so the flag is what turns it off (flags win).
+    server = await startServer({ database: store.url, args: ['--rate-limit', '0'], env: { RATE_LIMIT: '2' } });
+  });
+  after(async () => {
+    await server.stop();
+    await store.drop();
+  });
+
+  it('never answers 429, and counts nothing', async () => {
+    const replies = await Promise.all(Array.from({ length: 50 }, () => listPlants(server.url, server.firstToken!)));
     assert.deepEqual([...new Set(replies.map((r) => r.status))], [200]);
+    for (const reply of replies) assert.equal(reply.headers.get('ratelimit-limit'), null);
   });
 });
 

@@ -1,22 +1,11 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { get } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sqlite } from '../helpers/engines.js';
 import { listPlants, postPlant } from '../helpers/http.js';
+import { workerPids } from '../helpers/proc.js';
 import { createToken, runCli, startServer, type RunningServer } from '../helpers/server.js';
-
-function workerPids(server: RunningServer): number[] {
-  try {
-    return execFileSync('pgrep', ['-P', String(server.process.pid)], { encoding: 'utf8' })
-      .trim()
-      .split('\n')
-      .map(Number);
-  } catch {
-    return [];
-  }
-}
 
 /** A GET on a connection of its own (so that the cluster hands it to the next worker in turn). */
 function getAlone(url: string): Promise<{ status: number; text: string }> {

@@ -3,7 +3,7 @@ import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULTS } from '../../src/config.js';
-import { CachedPages } from '../../src/plants/cached-pages.js';
+import { FreshPages } from '../../src/plants/fresh-pages.js';
 import { PageCache, pageCost } from '../../src/plants/page-cache.js';
 import type { Page } from '../../src/plants/page.js';
 import { testApp, type TestApp } from '../helpers/app.js';
@@ -365,7 +365,7 @@ for (const engine of ENGINES.filter((e) => e === pg)) {
       const feedless = await openStorage(t.database, { feed: false });
       try {
         assert.equal(feedless.accountVersions, undefined);
-        assert.equal(CachedPages.of(feedless, DEFAULTS.pageCacheBytes), null);
+        assert.equal(FreshPages.of(feedless, DEFAULTS.pageCacheBytes), null);
       } finally {
         await feedless.close();
       }

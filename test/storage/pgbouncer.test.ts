@@ -13,6 +13,8 @@ import { runCli, startServer, type RunningServer } from '../helpers/server.js';
  */
 
 const wanted = !process.env.TEST_ENGINES || process.env.TEST_ENGINES.split(',').includes('pgbouncer');
+/** Left out by TEST_ENGINES, or skipped where PgBouncer is not installed (helpers/binaries.ts). */
+const skip = !wanted || pgbouncer.skip;
 
 /** The pooler's URL as an operator writes it: no `?prepare=false`, the direct URL says it all. */
 const pooledUrl = (url: string) => {
@@ -21,7 +23,7 @@ const pooledUrl = (url: string) => {
   return bare.toString();
 };
 
-describe('two instances through one PgBouncer in transaction mode, told the direct URL', { skip: !wanted }, () => {
+describe('two instances through one PgBouncer in transaction mode, told the direct URL', { skip }, () => {
   let servers: RunningServer[] = [];
   let drop = async () => {};
   let direct = '';

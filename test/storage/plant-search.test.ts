@@ -130,7 +130,8 @@ for (const engine of ENGINES) {
 
 /**
  * The store as it was before the search migration: no folded names, no search indexes, and none of
- * the migrations after it (the change feed's tables, the plants' clock, the outbox's heads), which run again.
+ * the migrations after it (the change feed's tables, the plants' clock, the outbox's heads, the disk
+ * probe, the tokens' version), which run again.
  */
 async function undoSearchMigration(engine: string, url: string) {
   if (engine === 'sqlite') {
@@ -139,6 +140,8 @@ async function undoSearchMigration(engine: string, url: string) {
              DROP INDEX plants_by_tag; DROP INDEX plants_by_name;
              ALTER TABLE plants DROP COLUMN name_folded;
              DROP TABLE events; DROP TABLE account_events; DROP TABLE feed_key; DROP TABLE plants_clock; DROP TABLE plant_search_seq;
+             DROP TABLE disk_probe; DROP TABLE token_changes;
+             DROP TRIGGER api_tokens_inserted; DROP TRIGGER api_tokens_updated; DROP TRIGGER api_tokens_deleted;
              DROP INDEX webhook_outbox_heads;
              PRAGMA user_version = 4;`);
     db.close();
@@ -147,6 +150,7 @@ async function undoSearchMigration(engine: string, url: string) {
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   await sql.unsafe(`ALTER TABLE plants DROP COLUMN name_folded; DROP INDEX plants_by_tag; DROP INDEX plants_by_name;
                     DROP TABLE events; DROP TABLE account_events; DROP TABLE feed_key;
+                    DROP TABLE token_changes; DROP FUNCTION count_token_change CASCADE;
                     DELETE FROM schema_migrations WHERE version >= 4;`);
   await sql.end();
 }

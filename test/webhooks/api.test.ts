@@ -132,9 +132,16 @@ for (const engine of ENGINES) {
       it('answers 204, then 404', async () => {
         const created = await registerEndpoint(s.url, s.token, { url: HOOK });
         const url = `${s.url}/webhooks/${created.id}`;
-        assert.equal((await call(url, { method: 'DELETE', token: s.token })).status, 204);
-        assert.equal((await call(url, { token: s.token })).status, 404);
-        assert.equal((await call(url, { method: 'DELETE', token: s.token })).status, 404);
+        const deleted = await call(url, { method: 'DELETE', token: s.token });
+        assert.equal(deleted.status, 204);
+        assert.equal(deleted.text, '');
+        for (const method of ['GET', 'DELETE']) {
+          const gone = await call(url, { method, token: s.token });
+          assert.equal(gone.status, 404, method);
+          assert.ok(isErrorBody(gone), gone.text);
+        }
+        const listed = (await call(`${s.url}/webhooks`, { token: s.token })).json as Array<{ id: string }>;
+        assert.ok(!listed.some((endpoint) => endpoint.id === created.id), 'no longer listed');
       });
     });
 

@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DELIVERY_THREAD_NICENESS } from '../../src/webhooks/delivery-types.js';
 import { DEFAULTS } from '../../src/config.js';
 import { DeliveryThread } from '../../src/webhooks/delivery-thread.js';
 import { AttemptCounts } from '../../src/webhooks/attempt-counts.js';
@@ -83,18 +84,21 @@ for (const engine of ENGINES) {
     });
 
     it(
-      'runs at the lowest priority, so the API comes first on a shared core',
+      'runs at a lower priority (nice 5), so the API comes first on a shared core',
       { skip: !linux && 'Linux only' },
       async () => {
-        const before = threadNiceness().filter((nice) => nice === 19).length;
+        const before = threadNiceness().filter((nice) => nice === DELIVERY_THREAD_NICENESS).length;
         const t = await testApp(engine);
         try {
           await t.app.listen({ port: 0, host: '127.0.0.1' });
           const deadline = Date.now() + 10_000;
-          while (threadNiceness().filter((nice) => nice === 19).length === before && Date.now() < deadline) {
+          while (
+            threadNiceness().filter((nice) => nice === DELIVERY_THREAD_NICENESS).length === before &&
+            Date.now() < deadline
+          ) {
             await sleep(100);
           }
-          assert.equal(threadNiceness().filter((nice) => nice === 19).length, before + 1);
+          assert.equal(threadNiceness().filter((nice) => nice === DELIVERY_THREAD_NICENESS).length, before + 1);
           assert.ok(
             threadNiceness().some((nice) => nice === 0),
             'the event loop keeps its priority',
@@ -102,7 +106,11 @@ for (const engine of ENGINES) {
         } finally {
           await t.close();
         }
-        assert.equal(threadNiceness().filter((nice) => nice === 19).length, before, 'the thread ended with the app');
+        assert.equal(
+          threadNiceness().filter((nice) => nice === DELIVERY_THREAD_NICENESS).length,
+          before,
+          'the thread ended with the app',
+        );
       },
     );
   });

@@ -1,14 +1,44 @@
 import postgres from 'postgres';
+import { watchedSocket } from './answer-watch.js';
 
 /** As --pg-pool-max's default; connections open on demand, so the token CLI uses one or two. */
 export const DEFAULT_POOL_MAX = 10;
 
+export interface ConnectOptions {
+  /**
+   * The URL leads to a transaction-pooling PgBouncer, where consecutive statements may run on
+   * different server connections, so a statement prepared on one is unknown on the next: none is
+   * prepared. (A URL may also say `?prepare=false` itself.)
+   */
+  pooled?: boolean;
+  /**
+   * The server's `--database-timeout`: the longest wait for a connection, and for an answer owed on
+   * one (answer-watch.ts) before the connection is dropped. Absent (the CLI, migrations): the
+   * driver's own, since a copy or an index build may legitimately take longer.
+   */
+  timeoutMs?: number;
+  /** False: only connecting is bounded by `timeoutMs`, not the answers (migrations). */
+  watchAnswers?: boolean;
+  /** Told each time a connection is dropped for want of an answer. */
+  onExpired?: () => void;
+}
+
+/** Keep-alive probes on idle connections: a peer that vanished is found before a query waits on it. */
+const KEEP_ALIVE_MS = 10_000;
+
 /**
- * A pool. `pooled`: the URL leads to a transaction-pooling PgBouncer, where consecutive statements
- * may run on different server connections, so a statement prepared on one is unknown on the next:
- * none is prepared. (A URL may also say `?prepare=false` itself.)
+ * Waits before redialling a connection that failed, in seconds, by failures in a row: 0.05 s
+ * doubling to at most 0.5 s. postgres.js's own grows to 20 s, so that after an outage of a minute
+ * the first request could wait that long for a database that was already back.
  */
-export function connect(url: string, poolMax: number, { pooled = false }: { pooled?: boolean } = {}) {
+const redialDelay = (failures: number) => Math.min(0.05 * 2 ** failures, 0.5);
+
+/** A pool; its connections open on demand. */
+export function connect(
+  url: string,
+  poolMax: number,
+  { pooled = false, timeoutMs, watchAnswers = true, onExpired }: ConnectOptions = {},
+) {
   return postgres(url, {
     max: poolMax,
     ...(pooled && { prepare: false }),
@@ -17,6 +47,21 @@ export function connect(url: string, poolMax: number, { pooled = false }: { pool
     // Notices such as "relation already exists, skipping" would land in the CLI's standard output.
     onnotice: () => {},
     connection: { application_name: 'plant-store' },
+    backoff: redialDelay,
+    keep_alive: KEEP_ALIVE_MS / 1000,
+    ...(timeoutMs !== undefined && { connect_timeout: Math.ceil(timeoutMs / 1000) }),
+    ...(timeoutMs !== undefined &&
+      watchAnswers && {
+        socket: ({ host, port, path }: { host: string[]; port: number[]; path?: string | false }) =>
+          watchedSocket({
+            host: host[0]!,
+            port: port[0]!,
+            path: path || undefined,
+            timeoutMs,
+            keepAliveMs: KEEP_ALIVE_MS,
+            onExpired,
+          }),
+      }),
   });
 }
 

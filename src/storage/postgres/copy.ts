@@ -3,11 +3,15 @@ import {
   COPY_PROGRESS_TABLE,
   decodeKey,
   encodeKey,
-  type ColumnKind,
+  keyList,
+  keyOf,
+  keyValues,
+  onlyRows,
+  rowOf,
   type CopyStore,
+  type FromEngine,
+  type ToEngine,
   type CopyTable,
-  type Key,
-  type Row,
   type Value,
 } from '../copy.js';
 import { connect } from './connection.js';
@@ -17,17 +21,17 @@ import { migrate } from './migrations.js';
 const COPY_POOL_MAX = 2;
 
 /** PostgreSQL keeps times as timestamptz (Date here), word lists as text[]. */
-function toPostgres(kind: ColumnKind, value: Value): unknown {
+const toPostgres: ToEngine = (kind, value) => {
   if (value === null) return null;
   if (kind === 'time') return new Date(value as number);
   return value;
-}
+};
 
-function fromPostgres(kind: ColumnKind, value: unknown): Value {
+const fromPostgres: FromEngine = (kind, value) => {
   if (value === null) return null;
   if (kind === 'time') return (value as Date).getTime();
   return value as Value;
-}
+};
 
 /** A PostgreSQL store opened for copying, its schema brought up to date first (as the server would). */
 export async function postgresCopyStore(url: string): Promise<CopyStore> {
@@ -42,20 +46,12 @@ export async function postgresCopyStore(url: string): Promise<CopyStore> {
   const tableExists = async (name: string) =>
     (await sql`SELECT to_regclass(${name}) IS NOT NULL AS found`)[0]!.found as boolean;
   // Table and column names come from COPY_TABLES, never from input.
-  const only = (table: CopyTable) => (table.only ? ` AND ${table.only.column} = '${table.only.value}'` : '');
-  const ofAccount = (table: CopyTable) => `FROM ${table.name} WHERE account = $1${only(table)}`;
-  const keyList = (table: CopyTable) => table.key.join(', ');
+  const ofAccount = (table: CopyTable) => `FROM ${table.name} WHERE account = $1${onlyRows(table)}`;
   const keyParams = (table: CopyTable, first: number) => table.key.map((_, i) => `$${first + i}`).join(', ');
-  const keyValues = (table: CopyTable, key: Key) =>
-    key.map((v, i) => toPostgres(table.columns[table.key[i]!]!, v)) as never[];
-  const toRow = (table: CopyTable, raw: Record<string, unknown>): Row =>
-    Object.fromEntries(
-      Object.entries(table.columns).map(([column, kind]) => [column, fromPostgres(kind, raw[column])]),
-    );
 
   return {
     async accounts(table) {
-      const rows = await sql.unsafe(`SELECT DISTINCT account FROM ${table.name} WHERE true${only(table)}`);
+      const rows = await sql.unsafe(`SELECT DISTINCT account FROM ${table.name} WHERE true${onlyRows(table)}`);
       return rows.map((row) => row.account as string);
     },
     async count(table, account) {
@@ -67,12 +63,12 @@ export async function postgresCopyStore(url: string): Promise<CopyStore> {
         `SELECT ${keyList(table)} ${ofAccount(table)} ORDER BY ${keyList(table)} LIMIT 1 OFFSET $2`,
         [account, position],
       );
-      return raw ? table.key.map((column) => fromPostgres(table.columns[column]!, raw[column])) : null;
+      return raw ? keyOf(table, raw, fromPostgres) : null;
     },
     async hasKey(table, account, key) {
       const rows = await sql.unsafe(`SELECT 1 ${ofAccount(table)} AND (${keyList(table)}) = (${keyParams(table, 2)})`, [
         account,
-        ...keyValues(table, key),
+        ...(keyValues(table, key, toPostgres) as never[]),
       ]);
       return rows.length > 0;
     },
@@ -87,9 +83,9 @@ export async function postgresCopyStore(url: string): Promise<CopyStore> {
           : await sql.unsafe(
               `SELECT ${columns} ${ofAccount(table)} AND (${keyList(table)}) > (${keyParams(table, 2)})
                ORDER BY ${keyList(table)} LIMIT $${2 + table.key.length}`,
-              [account, ...keyValues(table, after), limit],
+              [account, ...(keyValues(table, after, toPostgres) as never[]), limit],
             );
-      return raws.map((raw) => toRow(table, raw));
+      return raws.map((raw) => rowOf(table, raw, fromPostgres));
     },
     async insertNew(table, account, rows) {
       const last = rows[rows.length - 1];

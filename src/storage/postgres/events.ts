@@ -1,7 +1,6 @@
 import type { FeedEvent, FeedStorage } from '../types/feed.js';
 import type { Sql } from './connection.js';
-
-const PRUNE_CHUNK = 1000;
+import { PRUNE_CHUNK_ROWS } from '../chunks.js';
 
 export function postgresEvents(sql: Sql): FeedStorage {
   return {
@@ -33,7 +32,7 @@ export function postgresEvents(sql: Sql): FeedStorage {
         const [{ count }] = await sql<[{ count: number }]>`
           WITH gone AS (
             DELETE FROM events WHERE (account, seq) IN (
-              SELECT account, seq FROM events WHERE created_at < ${before} LIMIT ${PRUNE_CHUNK})
+              SELECT account, seq FROM events WHERE created_at < ${before} LIMIT ${PRUNE_CHUNK_ROWS})
             RETURNING account, seq),
           raised AS (
             UPDATE account_events a SET pruned_through = greatest(a.pruned_through, g.top)
@@ -41,7 +40,7 @@ export function postgresEvents(sql: Sql): FeedStorage {
             WHERE a.account = g.account)
           SELECT count(*)::int AS count FROM gone`;
         removed += count;
-        if (count < PRUNE_CHUNK) return removed;
+        if (count < PRUNE_CHUNK_ROWS) return removed;
       }
     },
   };

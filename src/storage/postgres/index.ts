@@ -1,5 +1,8 @@
+import { lateReport } from '../late-report.js';
 import type { Storage } from '../types.js';
-import { DEFAULT_POOL_MAX, connect, type Sql } from './connection.js';
+import { isStorageUnavailable } from '../unavailable.js';
+import { bounded, Reachability } from './bounded.js';
+import { DEFAULT_POOL_MAX, connect } from './connection.js';
 import { postgresEvents } from './events.js';
 import { migrate } from './migrations.js';
 import { postgresPlants, type FeedOptions } from './plants.js';
@@ -11,47 +14,100 @@ export interface PostgresOptions {
   /** Set when `url` is a transaction-pooling PgBouncer: see openPostgres. */
   directUrl?: string | undefined;
   feed?: FeedOptions;
+  /** `--database-timeout`: the longest any call waits for the database (bounded.ts). */
+  timeoutMs?: number;
+  /**
+   * The server: a database that does not answer at the first try is waited for (untilReady).
+   * Otherwise (the CLI) the first failure is thrown, as any error.
+   */
+  wait?: boolean;
 }
 
-async function migrateOver(directUrl: string | undefined, pool: Sql): Promise<void> {
-  if (directUrl === undefined) return migrate(pool);
-  const direct = connect(directUrl, 1);
+/** The CLI's bound: the token commands and copy wait as long as the driver does. */
+const CLI_TIMEOUT_MS = 30_000;
+
+/**
+ * Migrations run over a connection of their own (direct when the pool goes through PgBouncer),
+ * whose answers are not timed: building an index on a large table may take minutes.
+ */
+async function migrateOver(url: string, timeoutMs: number): Promise<void> {
+  const own = connect(url, 1, { timeoutMs, watchAnswers: false });
   try {
-    await migrate(direct);
+    await migrate(own);
   } finally {
-    await direct.end({ timeout: 5 });
+    await own.end({ timeout: 5 });
   }
 }
 
 /** Group commit's transactions in flight at once (bench/analysis.md has the figures). */
 const COMMITS_AT_ONCE = 2;
 
+/** Waits between tries of a database that does not answer at start: 0.5 s doubling to 10 s. */
+const START_RETRY_MS = { first: 500, max: 10_000 };
+
 /**
- * A pooled PostgreSQL store, its schema brought up to date before it is handed out. With a
- * `directUrl`, `url` is a transaction-pooling PgBouncer: migrations run over one direct connection
- * (closed afterwards), and the pool prepares no statements.
+ * A pooled PostgreSQL store, its schema brought up to date before it serves. With a `directUrl`,
+ * `url` is a transaction-pooling PgBouncer: migrations run over one direct connection (closed
+ * afterwards), and the pool prepares no statements.
+ *
+ * Every call is bounded by `timeoutMs` (bounded.ts). With `wait`, a database that cannot be
+ * reached at the first try is not an error: the store is handed out at once, answers 503 until
+ * the database answers and the migrations have run, and tries again with backoff meanwhile
+ * (`untilReady`, each failure one warn line). An error that no retry can mend (a refused password,
+ * a database that does not exist, a URL that cannot be parsed) is thrown: the caller exits.
  */
 export async function openPostgres(
   url: string,
-  { poolMax = DEFAULT_POOL_MAX, directUrl, feed = { feed: true, testCommitDelayMs: 0 } }: PostgresOptions = {},
+  {
+    poolMax = DEFAULT_POOL_MAX,
+    directUrl,
+    feed = { feed: true, testCommitDelayMs: 0 },
+    timeoutMs = CLI_TIMEOUT_MS,
+    wait = false,
+  }: PostgresOptions = {},
 ): Promise<Storage> {
-  const sql = connect(url, poolMax, { pooled: directUrl !== undefined });
+  for (const each of [url, directUrl]) if (each !== undefined) assertParses(each);
+  const report = lateReport();
+  const reachability = new Reachability(report);
+  const sql = connect(url, poolMax, {
+    pooled: directUrl !== undefined,
+    timeoutMs,
+    onExpired: () => report.dependencyFailed('postgres'),
+  });
+
+  const prepare = async () => {
+    await migrateOver(directUrl ?? url, timeoutMs);
+    feedKey = await events.feedKey();
+  };
+  const events = postgresEvents(sql);
+  let feedKey: Buffer | null = null;
+  let pending: Promise<void> | null = null;
   try {
-    await migrateOver(directUrl, sql);
+    await prepare();
   } catch (error) {
-    await sql.end({ timeout: 0 });
-    throw error;
+    if (!wait || !isStorageUnavailable(error)) {
+      await sql.end({ timeout: 0 });
+      throw error;
+    }
+    reachability.failedAtStart();
+    pending = untilPrepared(prepare, error, report).then(() => {
+      pending = null;
+      reachability.answered();
+    });
+    // The caller learns of a permanent error through untilReady; nothing else may be left unhandled.
+    pending.catch(() => sql.end({ timeout: 0 }));
   }
 
-  const events = postgresEvents(sql);
-  return {
+  const store: Storage = {
     engine: 'postgres',
-    deliverySource: { engine: 'postgres', url, pooled: directUrl !== undefined },
+    deliverySource: { engine: 'postgres', url, pooled: directUrl !== undefined, timeoutMs },
     // A commit waits on the server's WAL flush and on round trips to a database that may be busy:
     // a second transaction written meanwhile keeps the connection pool and the server working.
     commitsAtOnce: COMMITS_AT_ONCE,
     ...postgresPlants(sql, feed),
     ...events,
+    // Read once at start: the key never changes, and the change feed's cursors need it at every request.
+    feedKey: async () => feedKey!,
     // The feed numbers each account's events in the transaction of its changes (outbox.ts), so the
     // account's last number moves with its plants, whichever instance commits. Without the feed, none.
     ...(feed.feed && { accountVersions: (accounts: string[]) => events.feedHeads(accounts) }),
@@ -65,4 +121,44 @@ export async function openPostgres(
       await sql.end({ timeout: 5 });
     },
   };
+  return {
+    ...bounded(store, { timeoutMs, ready: () => pending === null, reachability }),
+    reportTo: (to) => report.reportTo(to),
+    unreachableSeconds: () => reachability.unreachableSeconds(),
+    untilReady: () => pending,
+  };
+}
+
+/** A URL postgres.js could not take apart is refused before anything is tried. */
+function assertParses(url: string): void {
+  try {
+    new URL(url);
+  } catch {
+    throw new DatabaseUrlInvalid(`the database URL cannot be parsed: ${url.replace(/\/\/[^@/]*@/, '//***@')}`);
+  }
+}
+
+class DatabaseUrlInvalid extends Error {
+  readonly code = 'DATABASE_URL_INVALID';
+}
+
+/** Tries `prepare` until it succeeds (resolves) or fails for good (rejects), each transient failure one warn line. */
+async function untilPrepared(prepare: () => Promise<void>, first: unknown, report: ReturnType<typeof lateReport>) {
+  let delay = START_RETRY_MS.first;
+  let error = first;
+  for (;;) {
+    report.log(
+      'warn',
+      { reason: (error as Error).message, retryInMs: delay },
+      'database: not reachable at start; serving 503 until it answers',
+    );
+    await new Promise((resolve) => setTimeout(resolve, delay).unref());
+    delay = Math.min(delay * 2, START_RETRY_MS.max);
+    try {
+      return await prepare();
+    } catch (next) {
+      if (!isStorageUnavailable(next)) throw next;
+      error = next;
+    }
+  }
 }

@@ -91,6 +91,17 @@ const MIGRATIONS: Array<string | ((tx: Tx) => Promise<void>)> = [
    );
    CREATE TABLE feed_key (id integer PRIMARY KEY CHECK (id = 1), key text NOT NULL);
    INSERT INTO feed_key VALUES (1, replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));`,
+  // One number that every change to the API tokens moves, whoever makes it (the server, the CLI,
+  // copy, SQL by hand: a trigger), in the change's own transaction, so that a process confirms
+  // every token it holds with one read (auth/api-token-verifier.ts).
+  `CREATE TABLE token_changes (id integer PRIMARY KEY CHECK (id = 1), n bigint NOT NULL);
+   INSERT INTO token_changes VALUES (1, 0);
+   CREATE FUNCTION count_token_change() RETURNS trigger LANGUAGE plpgsql AS $$
+     BEGIN UPDATE token_changes SET n = n + 1; RETURN NULL; END $$;
+   CREATE TRIGGER api_tokens_changed AFTER INSERT OR UPDATE OR DELETE ON api_tokens
+     FOR EACH ROW EXECUTE FUNCTION count_token_change();
+   CREATE TRIGGER api_tokens_truncated AFTER TRUNCATE ON api_tokens
+     FOR EACH STATEMENT EXECUTE FUNCTION count_token_change();`,
 ];
 
 /** Advisory lock keys are database-wide: this one is ASCII "plant-mi", unlikely to clash with another program's. */

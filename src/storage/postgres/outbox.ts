@@ -1,7 +1,6 @@
 import { plantEventPayload, type PlantEventType } from '../../events/plant-event.js';
-import { testDelay } from '../types/feed.js';
 import type { PlantRecord } from '../types/plants.js';
-import type { Tx } from './connection.js';
+import type { Sql, Tx } from './connection.js';
 
 export interface QueuedEvent {
   account: string;
@@ -11,8 +10,8 @@ export interface QueuedEvent {
 }
 
 /**
- * Writes a transaction's events in one statement (one round trip), inside the change's
- * transaction and LAST in it, just before the commit:
+ * Writes a transaction's events in one statement, sent at once (plants.ts sends COMMIT right
+ * behind it), inside the change's transaction and LAST in it:
  *
  * - to the webhook outbox: a delivery per enabled endpoint of the event's account subscribed to
  *   its type;
@@ -30,26 +29,36 @@ export interface QueuedEvent {
  * `delayMs` (tests only) waits before and after the numbering, so concurrent transactions
  * interleave as badly as they can.
  */
-export async function recordEvents(tx: Tx, events: QueuedEvent[], feed: boolean, delayMs: number): Promise<void> {
-  if (events.length === 0) return;
-  const changes = tx`
+/** The test-only delay (StorageOptions.testCommitDelayMs): random up to `ms`, none when off. */
+function testDelay(ms: number): Promise<void> | null {
+  if (ms <= 0) return null;
+  return new Promise((resolve) => setTimeout(resolve, Math.random() * ms));
+}
+
+export function recordEvents(tx: Tx, events: QueuedEvent[], feed: boolean, delayMs: number): Promise<void> {
+  if (events.length === 0) return Promise.resolve();
+  const q = tx`
     SELECT * FROM unnest(${tx.array(events.map((e) => e.account))}::text[],
                          ${tx.array(events.map((e) => e.eventId))}::text[],
                          ${tx.array(events.map((e) => e.type))}::text[],
                          ${tx.array(events.map((e) => plantEventPayload(e.plant)))}::text[])
       WITH ORDINALITY AS q(account, event_id, event_type, payload, position)`;
-  const outbox = tx`
-    INSERT INTO webhook_deliveries
-      (account, endpoint_id, event_id, event_type, payload, created_at, state, attempts, next_attempt_at, updated_at)
-    SELECT e.account, e.id, q.event_id, q.event_type, q.payload, now(), 'pending', 0, now(), now()
-    FROM q JOIN webhook_endpoints e ON e.account = q.account AND e.enabled AND q.event_type = ANY (e.events)`;
-  if (!feed) {
-    await tx`WITH q AS (${changes}) ${outbox}`;
-    return;
-  }
-  await testDelay(delayMs);
-  await tx`
-    WITH q AS (${changes}),
+  if (!feed) return sent(tx`WITH q AS (${q}) ${outboxInsert(tx)}`);
+  const numbered = () => sent(tx`WITH q AS (${q}), ${feedCtes(tx)} ${outboxInsert(tx)}`);
+  if (delayMs <= 0) return numbered();
+  return (async () => {
+    await testDelay(delayMs);
+    await numbered();
+    await testDelay(delayMs);
+  })();
+}
+
+/**
+ * The feed's part of the events' statement, as common table expressions reading `q` (account,
+ * event_id, event_type, payload, position): the accounts' heads raised, and the events numbered
+ * below them (see recordEvents for why).
+ */
+export const feedCtes = (sql: Sql | Tx) => (sql as Sql)`
     counts AS (SELECT account, count(*) AS n FROM q GROUP BY account),
     heads AS (
       INSERT INTO account_events (account, last_seq, pruned_through)
@@ -62,7 +71,14 @@ export async function recordEvents(tx: Tx, events: QueuedEvent[], feed: boolean,
       SELECT q.account, h.last_seq - c.n + row_number() OVER (PARTITION BY q.account ORDER BY q.position),
              q.event_id, q.event_type, q.payload, now()
       FROM q JOIN heads h ON h.account = q.account JOIN counts c ON c.account = q.account
-    )
-    ${outbox}`;
-  await testDelay(delayMs);
-}
+    )`;
+
+/** The webhook outbox's part: a delivery of each event of `q` per enabled endpoint subscribed to it. */
+export const outboxInsert = (sql: Sql | Tx) => (sql as Sql)`
+    INSERT INTO webhook_deliveries
+      (account, endpoint_id, event_id, event_type, payload, created_at, state, attempts, next_attempt_at, updated_at)
+    SELECT e.account, e.id, q.event_id, q.event_type, q.payload, now(), 'pending', 0, now(), now()
+    FROM q JOIN webhook_endpoints e ON e.account = q.account AND e.enabled AND q.event_type = ANY (e.events)`;
+
+/** The statement sent now (postgres.js sends a query only when asked for its result), its rows dropped. */
+const sent = (query: ReturnType<Tx>): Promise<void> => query.execute().then(() => {});

@@ -1,8 +1,9 @@
 import { EVENT_OF } from '../../events/plant-event.js';
-import { foldCase } from '../case-fold.js';
+import { STORED_PLANT_COLUMNS } from '../../plant-fields.js';
 import { firstConflict, itemsOf } from '../changes.js';
+import { PLANT_TABLE_COLUMNS, PLANTS_TABLE, plantRow } from '../plant-rows.js';
 import type { ChangeOutcome, PlantChange, StoredPlant } from '../types/plants.js';
-import type { Tx } from './connection.js';
+import type { Sql, Tx } from './connection.js';
 import type { QueuedEvent } from './outbox.js';
 
 /** Creates, in bulk: a group commit of creates only, and a batch (all or nothing, in a savepoint). */
@@ -14,34 +15,62 @@ type CreateMany = Extract<PlantChange, { kind: 'create-many' }>;
 export type RecordEvents = (tx: Tx, events: QueuedEvent[]) => Promise<void>;
 
 /** Unambiguous: the id part never contains a space. */
-const keyOf = (account: string, id: bigint) => `${id} ${account}`;
+export const keyOf = (account: string, id: bigint) => `${id} ${account}`;
 
 /**
- * The first create of each (account, id), sorted by key. Every instance inserts in the same key
- * order, so two batches that share keys wait on each other instead of deadlocking.
+ * The first create of each (account, id), in the order the creates came: the order their events
+ * are reported in (the feed reports a group's changes in the order they were made).
  */
-function firstOfEachKey(creates: Create[]): Create[] {
+export function firstsInArrivalOrder(creates: Create[]): Create[] {
   const firsts = new Map<string, Create>();
   for (const create of creates) {
     const key = keyOf(create.account, create.plant.id);
     if (!firsts.has(key)) firsts.set(key, create);
   }
-  return [...firsts.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, create]) => create);
+  return [...firsts.values()];
+}
+
+/**
+ * The creates sorted by key: the order their rows are inserted in. Every instance inserts in the
+ * same key order, so two batches that share keys wait on each other instead of deadlocking.
+ */
+export function sortedByKey(creates: Create[]): Create[] {
+  return creates
+    .map((create) => [keyOf(create.account, create.plant.id), create] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, create]) => create);
+}
+
+/**
+ * The INSERT of the creates' rows, those whose id is taken left alone, RETURNING the new ones'
+ * keys: the transaction's statement, and the heart of create-statement.ts's. One array per column,
+ * whatever the batch's size: one statement text, prepared once.
+ */
+export function insertNew(sql: Sql | Tx, firsts: Create[]) {
+  const rows = firsts.map((c) => plantRow(c.account, c.plant));
+  const arrays = PLANT_TABLE_COLUMNS.map((column) => {
+    const values = sql.array(rows.map((row) => row[column]) as string[]);
+    return PLANTS_TABLE[column] === 'int64' ? (sql as Sql)`${values}::int8[]` : (sql as Sql)`${values}::text[]`;
+  }).reduce((all, array) => (sql as Sql)`${all}, ${array}`);
+  return (sql as Sql)`
+    INSERT INTO plants (${sql(PLANT_TABLE_COLUMNS)}) SELECT * FROM unnest(${arrays})
+    ON CONFLICT (account, id) DO NOTHING
+    RETURNING account, id`;
+}
+
+/** The stored plants under the ids the creates found taken. */
+export function readTaken(sql: Sql | Tx, taken: Create[]) {
+  return (sql as Sql)<(StoredPlant & { account: string })[]>`
+    SELECT account, ${sql(STORED_PLANT_COLUMNS)} FROM plants
+    WHERE (account, id) IN (SELECT * FROM unnest(${sql.array(taken.map((c) => c.account))}::text[],
+                                                 ${sql.array(taken.map((c) => c.plant.id))}::int8[]))`;
 }
 
 /** A batch of creates only (the common case) in two statements plus the outbox, whatever its size. */
 export async function createAll(tx: Tx, creates: Create[], record: RecordEvents): Promise<ChangeOutcome[]> {
-  const firsts = firstOfEachKey(creates);
-  const inserted = await tx<{ account: string; id: bigint }[]>`
-    INSERT INTO plants (account, id, name, tag, revision, name_folded)
-    SELECT * FROM unnest(${tx.array(firsts.map((c) => c.account))}::text[],
-                         ${tx.array(firsts.map((c) => c.plant.id))}::int8[],
-                         ${tx.array(firsts.map((c) => c.plant.name))}::text[],
-                         ${tx.array(firsts.map((c) => c.plant.tag))}::text[],
-                         ${tx.array(firsts.map((c) => c.plant.revision))}::int8[],
-                         ${tx.array(firsts.map((c) => foldCase(c.plant.name)))}::text[])
-    ON CONFLICT (account, id) DO NOTHING
-    RETURNING account, id`;
+  const arrived = firstsInArrivalOrder(creates);
+  const firsts = sortedByKey(arrived);
+  const inserted = await tx<{ account: string; id: bigint }[]>`${insertNew(tx, firsts)}`;
   const created = new Set(inserted.map((row) => keyOf(row.account, row.id)));
   const stored = new Map<string, StoredPlant>();
   for (const c of firsts) stored.set(keyOf(c.account, c.plant.id), c.plant);
@@ -50,24 +79,12 @@ export async function createAll(tx: Tx, creates: Create[], record: RecordEvents)
   // committed while the INSERT above waited on them.
   const taken = firsts.filter((c) => !created.has(keyOf(c.account, c.plant.id)));
   if (taken.length > 0) {
-    const rows = await tx<(StoredPlant & { account: string })[]>`
-      SELECT account, id, name, tag, revision FROM plants
-      WHERE (account, id) IN (SELECT * FROM unnest(${tx.array(taken.map((c) => c.account))}::text[],
-                                                   ${tx.array(taken.map((c) => c.plant.id))}::int8[]))`;
-    for (const { account, ...plant } of rows) stored.set(keyOf(account, plant.id), plant);
+    for (const { account, ...plant } of await readTaken(tx, taken)) stored.set(keyOf(account, plant.id), plant);
   }
-  // Events in the order the creates came (the rows went in sorted by key, for the locks): the feed
-  // reports a batch's changes in the order they were made.
-  const reported = new Set<string>();
   await record(
     tx,
-    creates
-      .filter((c) => {
-        const key = keyOf(c.account, c.plant.id);
-        if (!created.has(key) || reported.has(key)) return false;
-        reported.add(key);
-        return true;
-      })
+    arrived
+      .filter((c) => created.has(keyOf(c.account, c.plant.id)))
       .map((c) => ({ account: c.account, type: EVENT_OF.create, eventId: c.eventId, plant: c.plant })),
   );
 

@@ -1,5 +1,15 @@
+import { PLANT_COLUMNS } from '../../plant-fields.js';
 import { foldCase } from '../case-fold.js';
-import type { PlantFilter, PlantListing, PlantOrder } from '../plant-query.js';
+import {
+  isSet,
+  onlyFilter,
+  ORDERS,
+  PLANT_FILTER_KEYS,
+  type PlantFilter,
+  type PlantFilterKey,
+  type PlantListing,
+  type PlantOrder,
+} from '../plant-query.js';
 import type { Sql } from './connection.js';
 
 /**
@@ -23,56 +33,66 @@ const likeEscaped = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
  * `plants_by_name` index is built under the same collation, so it serves the order.
  */
 export function postgresListing(sql: Sql) {
+  /** Each filter's conditions, each beginning with AND. One entry per key of `PlantFilter`: a filter missing here does not compile. */
+  const FILTER_SQL: { [K in PlantFilterKey]-?: (value: NonNullable<PlantFilter[K]>) => ReturnType<Sql> } = {
+    tags: (tags) => sql`AND tag = ANY (${sql.array(tags)}::text[])`,
+    text(text) {
+      const folded = foldCase(text);
+      // LIKE lets the planner use the pg_trgm index (for 3+ characters); strpos states the exact test.
+      return sql`AND name_folded LIKE ${`%${likeEscaped(folded)}%`} ESCAPE '\\' AND strpos(name_folded, ${folded}) > 0`;
+    },
+  };
+
   function where(account: string, filter: PlantFilter) {
-    const tags = filter.tags === null ? sql`` : sql`AND tag = ANY (${sql.array(filter.tags)}::text[])`;
-    if (filter.text === null) return sql`account = ${account} ${tags}`;
-    const folded = foldCase(filter.text);
-    // LIKE lets the planner use the pg_trgm index (for 3+ characters); strpos states the exact test.
-    return sql`account = ${account} ${tags}
-      AND name_folded LIKE ${`%${likeEscaped(folded)}%`} ESCAPE '\\' AND strpos(name_folded, ${folded}) > 0`;
+    return PLANT_FILTER_KEYS.reduce(
+      (conditions, key) =>
+        isSet(filter, key) ? sql`${conditions} ${FILTER_SQL[key](filter[key] as never)}` : conditions,
+      sql`account = ${account}`,
+    );
   }
+
+  /** A search is planned with its own text (see plannedWithItsValues). */
+  const planned = <T extends object>(filter: PlantFilter, query: T) =>
+    isSet(filter, 'text') ? plannedWithItsValues(query) : query;
 
   function after(listing: PlantListing) {
     const { after: position, order } = listing;
     if (position === null) return sql``;
-    const byOrder: Record<PlantOrder, () => ReturnType<Sql>> = {
-      id: () => sql`AND id > ${position.id}`,
-      '-id': () => sql`AND id < ${position.id}`,
-      name: () => sql`AND (name COLLATE "C", id) > (${position.name}::text COLLATE "C", ${position.id}::int8)`,
-      '-name': () => sql`AND (name COLLATE "C", id) < (${position.name}::text COLLATE "C", ${position.id}::int8)`,
-    };
-    return byOrder[order]();
+    const { byName, descending } = ORDERS[order];
+    const beyond = sql.unsafe(descending ? '<' : '>');
+    return byName
+      ? sql`AND (name COLLATE "C", id) ${beyond} (${position.name}::text COLLATE "C", ${position.id}::int8)`
+      : sql`AND id ${beyond} ${position.id}`;
   }
 
-  const ORDER_BY: Record<PlantOrder, () => ReturnType<Sql>> = {
-    id: () => sql`ORDER BY id`,
-    '-id': () => sql`ORDER BY id DESC`,
-    name: () => sql`ORDER BY name COLLATE "C", id`,
-    '-name': () => sql`ORDER BY name COLLATE "C" DESC, id DESC`,
-  };
+  function orderBy(order: PlantOrder) {
+    const { byName, descending } = ORDERS[order];
+    const columns = byName ? ['name COLLATE "C"', 'id'] : ['id'];
+    return sql.unsafe(`ORDER BY ${columns.map((column) => (descending ? `${column} DESC` : column)).join(', ')}`);
+  }
 
   return {
     /** The listing's query; `limit` null for every row. */
     select(account: string, listing: PlantListing, limit: number | null) {
       const bound = limit === null ? sql`` : sql`LIMIT ${limit}`;
       const { filter, order } = listing;
-      if (filter.tags !== null && filter.text === null && (order === 'id' || order === '-id')) {
+      if (onlyFilter(filter, 'tags') && !ORDERS[order].byName) {
         // One arm per tag, each in id order from plants_by_tag, merged (Merge Append): `tag = ANY`
         // cannot give the id order from the index, and the planner walked the account instead.
-        const arms = [...new Set(filter.tags)].map(
-          (tag) => sql`(SELECT id, name, tag FROM plants WHERE account = ${account} AND tag = ${tag}
-                        ${after(listing)} ${ORDER_BY[order]()} ${bound})`,
+        const arms = [...new Set(filter.tags!)].map(
+          (tag) => sql`(SELECT ${sql(PLANT_COLUMNS)} FROM plants WHERE account = ${account} AND tag = ${tag}
+                        ${after(listing)} ${orderBy(order)} ${bound})`,
         );
         const union = arms.reduce((all, arm) => sql`${all} UNION ALL ${arm}`);
-        return sql`SELECT id, name, tag FROM (${union}) AS arms ${ORDER_BY[order]()} ${bound}`;
+        return sql`SELECT ${sql(PLANT_COLUMNS)} FROM (${union}) AS arms ${orderBy(order)} ${bound}`;
       }
-      const query = sql`SELECT id, name, tag FROM plants WHERE ${where(account, filter)} ${after(listing)}
-                 ${ORDER_BY[order]()} ${bound}`;
-      return filter.text === null ? query : plannedWithItsValues(query);
+      const query = sql`SELECT ${sql(PLANT_COLUMNS)} FROM plants WHERE ${where(account, filter)} ${after(listing)}
+                 ${orderBy(order)} ${bound}`;
+      return planned(filter, query);
     },
     count(account: string, filter: PlantFilter) {
       const query = sql<[{ count: bigint }]>`SELECT count(*) AS count FROM plants WHERE ${where(account, filter)}`;
-      return filter.text === null ? query : plannedWithItsValues(query);
+      return planned(filter, query);
     },
   };
 }

@@ -1,21 +1,15 @@
-import { EVENT_OF } from '../../events/plant-event.js';
-import { foldCase } from '../case-fold.js';
-import { preconditionHolds, updated } from '../changes.js';
-import type { Storage } from '../types.js';
-import type { ChangeOutcome, PlantChange, PlantRecord, StoredPlant } from '../types/plants.js';
+import { STORED_PLANT_COLUMNS } from '../../plant-fields.js';
+import { applyAsync } from '../changes.js';
+import { PLANT_TABLE_COLUMNS, PLANT_UPDATE_COLUMNS, plantRow } from '../plant-rows.js';
+import type { ChangeOutcome, PlantChange, PlantRecord, PlantStorage, StoredPlant } from '../types/plants.js';
 import type { Sql, Tx } from './connection.js';
 import { recordEvents, type QueuedEvent } from './outbox.js';
+import { createInOneStatement } from './create-statement.js';
 import { createAll, createMany, type RecordEvents } from './plant-creates.js';
 import { postgresListing } from './plant-listing.js';
-
-const STREAM_CHUNK_ROWS = 1000;
+import { STREAM_CHUNK_ROWS } from '../chunks.js';
 
 type Create = Extract<PlantChange, { kind: 'create' }>;
-type PlantStorage = Pick<
-  Storage,
-  'applyChanges' | 'getPlant' | 'listPlants' | 'streamPlants' | 'countPlants' | 'plantsVersion'
->;
-
 export interface FeedOptions {
   /** False (`--event-retention 0`): no change-feed events are written. */
   feed: boolean;
@@ -23,50 +17,56 @@ export interface FeedOptions {
   testCommitDelayMs: number;
 }
 
-/** One change of a mixed batch, in order; its event is queued once the batch is done. */
+/** One change of a mixed batch, in order, its steps (changes.ts) done in `tx`; its event is queued once the batch is done. */
 async function applyOne(tx: Tx, change: PlantChange, events: QueuedEvent[]): Promise<ChangeOutcome> {
   if (change.kind === 'create-many') return createMany(tx, change, events);
   const { account } = change;
-  const event = (plant: PlantRecord) =>
-    events.push({ account, type: EVENT_OF[change.kind], eventId: change.eventId, plant });
-  if (change.kind === 'create') {
-    const { plant } = change;
-    const inserted = await tx`
-      INSERT INTO plants (account, id, name, tag, revision, name_folded)
-      VALUES (${account}, ${plant.id}, ${plant.name}, ${plant.tag}, ${plant.revision}, ${foldCase(plant.name)})
-      ON CONFLICT (account, id) DO NOTHING RETURNING id`;
-    if (inserted.length === 1) {
-      event(plant);
-      return { status: 'applied', plant };
+  return applyAsync(change, async (step) => {
+    switch (step.kind) {
+      case 'insert': {
+        const inserted = await tx`
+          INSERT INTO plants ${tx(plantRow(account, step.plant), PLANT_TABLE_COLUMNS)}
+          ON CONFLICT (account, id) DO NOTHING RETURNING id`;
+        return inserted.length === 1;
+      }
+      case 'read': {
+        const [row] = await tx<StoredPlant[]>`
+          SELECT ${tx(STORED_PLANT_COLUMNS)} FROM plants WHERE account = ${account} AND id = ${step.id} FOR UPDATE`;
+        return row;
+      }
+      case 'delete':
+        return tx`DELETE FROM plants WHERE account = ${account} AND id = ${step.plant.id}`;
+      case 'update':
+        return tx`UPDATE plants SET ${tx(plantRow(account, step.after), PLANT_UPDATE_COLUMNS)}
+                  WHERE account = ${account} AND id = ${step.after.id}`;
+      case 'event':
+        return events.push({ account, type: step.type, eventId: step.eventId, plant: step.plant });
     }
-  }
-  const id = change.kind === 'create' ? change.plant.id : change.id;
-  const [before] = await tx<StoredPlant[]>`
-    SELECT id, name, tag, revision FROM plants WHERE account = ${account} AND id = ${id} FOR UPDATE`;
-  if (change.kind === 'create') return { status: 'unchanged', plant: before! };
-  if (before === undefined) return { status: 'missing' };
-  if (!preconditionHolds(change.precondition, before)) return { status: 'precondition-failed' };
-  if (change.kind === 'delete') {
-    await tx`DELETE FROM plants WHERE account = ${account} AND id = ${id}`;
-    event(before);
-    return { status: 'applied', plant: before };
-  }
-  const after = updated(before, change);
-  if (after === null) return { status: 'unchanged', plant: before };
-  await tx`UPDATE plants SET name = ${after.name}, tag = ${after.tag}, revision = ${after.revision},
-                            name_folded = ${foldCase(after.name)}
-           WHERE account = ${account} AND id = ${id}`;
-  event(after);
-  return { status: 'applied', plant: after };
+  });
 }
 
 export function postgresPlants(sql: Sql, { feed, testCommitDelayMs }: FeedOptions): PlantStorage {
   const listing = postgresListing(sql);
-  const record: RecordEvents = (tx, events) => recordEvents(tx, events, feed, testCommitDelayMs);
 
   return {
     async applyChanges(changes) {
-      return sql.begin(async (tx) => {
+      // The tests' interleaving delays need the statements apart (outbox.ts): the transaction below.
+      if (testCommitDelayMs === 0 && changes.every((c): c is Create => c.kind === 'create')) {
+        return createInOneStatement(sql, changes, feed);
+      }
+      // The events' statement is the transaction's last: it is sent and COMMIT follows at once, in
+      // the same round trip, instead of after its answer. So the account's feed row (outbox.ts) is
+      // locked one round trip instead of two, which is what bounds one account's commits a second
+      // over a slow network. Its answer is read after the commit: PostgreSQL answers COMMIT in a
+      // failed transaction with a rollback, not an error, so a failure shows there.
+      let recorded: Promise<void> = Promise.resolve();
+      const record: RecordEvents = async (tx, events) => {
+        recorded = recordEvents(tx, events, feed, testCommitDelayMs);
+        recorded.catch(() => {});
+        // With the tests' delays the statement is sent late: it must be answered before COMMIT.
+        if (testCommitDelayMs > 0) await recorded;
+      };
+      const outcomes = await sql.begin(async (tx) => {
         if (changes.every((c): c is Create => c.kind === 'create')) return createAll(tx, changes, record);
         const events: QueuedEvent[] = [];
         const outcomes: ChangeOutcome[] = [];
@@ -74,11 +74,13 @@ export function postgresPlants(sql: Sql, { feed, testCommitDelayMs }: FeedOption
         await record(tx, events);
         return outcomes;
       });
+      await recorded;
+      return outcomes;
     },
 
     async getPlant(account, id) {
       const [row] = await sql<StoredPlant[]>`
-        SELECT id, name, tag, revision FROM plants WHERE account = ${account} AND id = ${id}`;
+        SELECT ${sql(STORED_PLANT_COLUMNS)} FROM plants WHERE account = ${account} AND id = ${id}`;
       return row ?? null;
     },
 

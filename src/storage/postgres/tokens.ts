@@ -1,38 +1,14 @@
-import type { Storage } from '../types.js';
-import type { NewToken, TokenRecord } from '../types/tokens.js';
+import { POSTGRES_VALUES } from '../row-values.js';
+import { TOKEN_COLUMNS, toToken as tokenOf, type TokenRow } from '../token-rows.js';
+import type { NewToken, TokenStorage } from '../types/tokens.js';
 import type { Sql, Tx } from './connection.js';
 
 /** ASCII "plant-ft"; see MIGRATION_LOCK in migrations.ts for why a spelled-out key. */
 const FIRST_TOKEN_LOCK = 0x706c616e742d6674n;
 
-/** Never the secret's hash: it is matched in SQL, not read back. */
-const TOKEN_COLUMNS = ['id', 'account', 'scopes', 'created_at', 'expires_at', 'revoked_at'];
-
-interface TokenRow {
-  id: string;
-  account: string;
-  scopes: string[];
-  created_at: Date;
-  expires_at: Date | null;
-  revoked_at: Date | null;
-}
-
 /** PostgreSQL hands back Dates and a text array. */
-function toToken(row: TokenRow): TokenRecord {
-  return {
-    id: row.id,
-    account: row.account,
-    scopes: row.scopes,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    revokedAt: row.revoked_at,
-  };
-}
-
-type TokenStorage = Pick<
-  Storage,
-  'createToken' | 'findTokenByHash' | 'listTokens' | 'revokeToken' | 'createFirstToken'
->;
+type Row = TokenRow<Date, string[]>;
+const toToken = (row: Row) => tokenOf(row, POSTGRES_VALUES);
 
 export function postgresTokens(sql: Sql): TokenStorage {
   const insertToken = (tx: Sql | Tx, token: NewToken) =>
@@ -46,17 +22,13 @@ export function postgresTokens(sql: Sql): TokenStorage {
     },
 
     async findTokenByHash(secretHash) {
-      const [row] = await sql<
-        TokenRow[]
-      >`SELECT ${sql(TOKEN_COLUMNS)} FROM api_tokens WHERE secret_hash = ${secretHash}`;
+      const [row] = await sql<Row[]>`SELECT ${sql(TOKEN_COLUMNS)} FROM api_tokens WHERE secret_hash = ${secretHash}`;
       return row ? toToken(row) : null;
     },
 
     async listTokens(account) {
       const ofAccount = account === undefined ? sql`` : sql`WHERE account = ${account}`;
-      const rows = await sql<
-        TokenRow[]
-      >`SELECT ${sql(TOKEN_COLUMNS)} FROM api_tokens ${ofAccount} ORDER BY created_at, id`;
+      const rows = await sql<Row[]>`SELECT ${sql(TOKEN_COLUMNS)} FROM api_tokens ${ofAccount} ORDER BY created_at, id`;
       return rows.map(toToken);
     },
 
@@ -74,6 +46,11 @@ export function postgresTokens(sql: Sql): TokenStorage {
         await insertToken(tx, token);
         return true;
       });
+    },
+
+    async tokensVersion() {
+      const [{ n }] = await sql<[{ n: string }]>`SELECT n::text AS n FROM token_changes`;
+      return n;
     },
   };
 }

@@ -1,11 +1,8 @@
 import type { DeliveryStorage } from '../types/webhooks.js';
+import { POSTGRES_VALUES } from '../row-values.js';
 import { toClaimed, type ClaimRow } from '../webhook-rows.js';
 import type { Sql, Tx } from './connection.js';
-
-/** postgres.js hands back timestamptz as a Date already. */
-export const asDate = (time: Date) => time;
-
-const PRUNE_CHUNK = 1000;
+import { PRUNE_CHUNK_ROWS } from '../chunks.js';
 
 /** Fails the pending deliveries of an endpoint (disabled, or gone). */
 export async function failPending(tx: Sql | Tx, account: string, endpointId: string, reason: string) {
@@ -48,7 +45,7 @@ export function postgresDeliveries(sql: Sql): DeliveryStorage {
           AND e.account = d.account AND e.id = d.endpoint_id
         RETURNING d.account, d.endpoint_id, d.event_id, d.event_type, d.payload, d.attempts,
                   e.url, e.secret, e.previous_secret, e.previous_secret_until`;
-      return rows.map((row) => toClaimed(row, asDate));
+      return rows.map((row) => toClaimed(row, POSTGRES_VALUES.date));
     },
 
     async recordAttempts(owner, results) {
@@ -86,9 +83,9 @@ export function postgresDeliveries(sql: Sql): DeliveryStorage {
         const { count } = await sql`
           DELETE FROM webhook_deliveries WHERE (account, endpoint_id, event_id) IN (
             SELECT account, endpoint_id, event_id FROM webhook_deliveries
-            WHERE state <> 'pending' AND updated_at < ${before} LIMIT ${PRUNE_CHUNK})`;
+            WHERE state <> 'pending' AND updated_at < ${before} LIMIT ${PRUNE_CHUNK_ROWS})`;
         removed += count;
-        if (count < PRUNE_CHUNK) return removed;
+        if (count < PRUNE_CHUNK_ROWS) return removed;
       }
     },
 

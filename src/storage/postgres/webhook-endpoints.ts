@@ -1,30 +1,20 @@
-import type { PlantEventType } from '../../events/plant-event.js';
-import type { WebhookEndpoint, WebhookStorage } from '../types/webhooks.js';
-import { toDelivery, type DeliveryRow } from '../webhook-rows.js';
+import { POSTGRES_VALUES } from '../row-values.js';
+import type { WebhookStorage } from '../types/webhooks.js';
+import {
+  ENDPOINT_COLUMNS,
+  toDelivery,
+  toEndpoint as endpointOf,
+  type DeliveryRow,
+  type EndpointRow,
+} from '../webhook-rows.js';
 import type { Sql } from './connection.js';
-import { asDate, failPending } from './webhook-deliveries.js';
+import { failPending } from './webhook-deliveries.js';
 
 /** Namespace of the per-account advisory lock that makes "at most N endpoints" atomic: ASCII "plaw". */
 const ENDPOINT_LIMIT_LOCK = 0x706c6177;
-interface EndpointRow {
-  id: string;
-  url: string;
-  events: PlantEventType[];
-  description: string;
-  enabled: boolean;
-  created_at: Date;
-}
 
-const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
-  id: row.id,
-  url: row.url,
-  events: row.events,
-  description: row.description,
-  enabled: row.enabled,
-  createdAt: row.created_at,
-});
-
-const ENDPOINT_COLUMNS = ['id', 'url', 'events', 'description', 'enabled', 'created_at'];
+type Row = EndpointRow<Date, string[], boolean>;
+const toEndpoint = (row: Row) => endpointOf(row, POSTGRES_VALUES);
 
 /** The endpoints and the deliveries listing: every statement names the account. */
 export function postgresEndpoints(
@@ -50,20 +40,20 @@ export function postgresEndpoints(
     },
 
     async listEndpoints(account) {
-      const rows = await sql<EndpointRow[]>`
+      const rows = await sql<Row[]>`
         SELECT ${sql(ENDPOINT_COLUMNS)} FROM webhook_endpoints WHERE account = ${account} ORDER BY created_at, id`;
       return rows.map(toEndpoint);
     },
 
     async getEndpoint(account, id) {
-      const [row] = await sql<EndpointRow[]>`
+      const [row] = await sql<Row[]>`
         SELECT ${sql(ENDPOINT_COLUMNS)} FROM webhook_endpoints WHERE account = ${account} AND id = ${id}`;
       return row ? toEndpoint(row) : null;
     },
 
     async updateEndpoint(account, id, changes, reason) {
       return sql.begin(async (tx) => {
-        const [row] = await tx<EndpointRow[]>`
+        const [row] = await tx<Row[]>`
           UPDATE webhook_endpoints SET
             url = coalesce(${changes.url ?? null}, url),
             events = coalesce(${changes.events ? tx.array(changes.events) : null}::text[], events),
@@ -97,7 +87,7 @@ export function postgresEndpoints(
         SELECT event_id, event_type, state, attempts, last_status, last_error, next_attempt_at, created_at
         FROM webhook_deliveries WHERE account = ${account} AND endpoint_id = ${endpointId}
         ORDER BY created_at DESC, event_id DESC LIMIT ${limit}`;
-      return rows.map((row) => toDelivery(row, asDate));
+      return rows.map((row) => toDelivery(row, POSTGRES_VALUES.date));
     },
 
     async requeueFailed(account, endpointId, since, until, now) {

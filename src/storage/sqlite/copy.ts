@@ -6,11 +6,15 @@ import {
   COPY_PROGRESS_TABLE,
   decodeKey,
   encodeKey,
-  type ColumnKind,
+  keyList,
+  keyOf,
+  keyValues,
+  onlyRows,
+  rowOf,
   type CopyStore,
+  type FromEngine,
+  type ToEngine,
   type CopyTable,
-  type Key,
-  type Row,
   type Value,
 } from '../copy.js';
 import { openConnection } from './connection.js';
@@ -21,22 +25,22 @@ import { clockTick } from './plants-clock.js';
 import { searchIndex } from './search-index.js';
 
 /** SQLite keeps times as epoch ms, booleans as 0/1 and word lists as one space-separated string. */
-function toSqlite(kind: ColumnKind, value: Value): unknown {
+const toSqlite: ToEngine = (kind, value) => {
   if (value === null) return null;
   if (kind === 'bool') return value ? 1 : 0;
   if (kind === 'words') return (value as string[]).join(' ');
   if (kind === 'padded-words') return ` ${(value as string[]).join(' ')} `;
   return value;
-}
+};
 
 /** Read with safeIntegers: every integer arrives as a bigint. */
-function fromSqlite(kind: ColumnKind, value: unknown): Value {
+const fromSqlite: FromEngine = (kind, value) => {
   if (value === null) return null;
   if (kind === 'bool') return value !== 0n;
   if (kind === 'int32' || kind === 'time') return Number(value);
   if (kind === 'words' || kind === 'padded-words') return (value as string).split(' ').filter(Boolean);
   return value as Value;
-}
+};
 
 /**
  * A SQLite store opened for copying, its schema brought up to date first (as the server would).
@@ -60,17 +64,12 @@ export function sqliteCopyStore(url: string, { create }: { create: boolean }): C
   };
   const tableExists = (name: string) =>
     db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
-  const only = (table: CopyTable) => (table.only ? ` AND ${table.only.column} = '${table.only.value}'` : '');
-  const ofAccount = (table: CopyTable) => `FROM ${table.name} WHERE account = ?${only(table)}`;
-  const keyList = (table: CopyTable) => table.key.join(', ');
+  const ofAccount = (table: CopyTable) => `FROM ${table.name} WHERE account = ?${onlyRows(table)}`;
   const keyParams = (table: CopyTable) => table.key.map(() => '?').join(', ');
-  const keyValues = (table: CopyTable, key: Key) => key.map((v, i) => toSqlite(table.columns[table.key[i]!]!, v));
-  const toRow = (table: CopyTable, raw: Record<string, unknown>): Row =>
-    Object.fromEntries(Object.entries(table.columns).map(([column, kind]) => [column, fromSqlite(kind, raw[column])]));
 
   return {
     async accounts(table) {
-      const rows = prepare(`SELECT DISTINCT account FROM ${table.name} WHERE 1${only(table)}`)
+      const rows = prepare(`SELECT DISTINCT account FROM ${table.name} WHERE 1${onlyRows(table)}`)
         .pluck()
         .all();
       return rows as string[];
@@ -86,12 +85,12 @@ export function sqliteCopyStore(url: string, { create }: { create: boolean }): C
       const raw = prepare(
         `SELECT ${keyList(table)} ${ofAccount(table)} ORDER BY ${keyList(table)} LIMIT 1 OFFSET ?`,
       ).get(account, position) as Record<string, unknown> | undefined;
-      return raw ? table.key.map((column) => fromSqlite(table.columns[column]!, raw[column])) : null;
+      return raw ? keyOf(table, raw, fromSqlite) : null;
     },
     async hasKey(table, account, key) {
       const found = prepare(`SELECT 1 ${ofAccount(table)} AND (${keyList(table)}) = (${keyParams(table)})`).get(
         account,
-        ...keyValues(table, key),
+        ...keyValues(table, key, toSqlite),
       );
       return found !== undefined;
     },
@@ -103,8 +102,8 @@ export function sqliteCopyStore(url: string, { create }: { create: boolean }): C
           ? prepare(`SELECT ${columns} ${ofAccount(table)} ${order}`).all(account, limit)
           : prepare(
               `SELECT ${columns} ${ofAccount(table)} AND (${keyList(table)}) > (${keyParams(table)}) ${order}`,
-            ).all(account, ...keyValues(table, after), limit);
-      return (raws as Record<string, unknown>[]).map((raw) => toRow(table, raw));
+            ).all(account, ...keyValues(table, after, toSqlite), limit);
+      return (raws as Record<string, unknown>[]).map((raw) => rowOf(table, raw, fromSqlite));
     },
     async insertNew(table, account, rows) {
       const columns = Object.keys(table.columns);

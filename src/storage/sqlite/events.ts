@@ -3,8 +3,7 @@ import { plantEventPayload, type PlantEventType } from '../../events/plant-event
 import type { FeedEvent, FeedStorage } from '../types/feed.js';
 import type { PlantRecord } from '../types/plants.js';
 import { NO_EVENTS, type EventQueue } from './outbox.js';
-
-const PRUNE_CHUNK = 1000;
+import { PRUNE_CHUNK_ROWS } from '../chunks.js';
 
 /**
  * The change feed of the embedded store. A write transaction holds the one write lock from its
@@ -73,7 +72,7 @@ export function sqliteEvents(db: Database.Database): FeedStorage {
 
   /** One chunk of old events removed, each account's pruned_through raised with it. */
   const pruneChunk = db.transaction((before: number): number => {
-    const rows = oldest.all(before, PRUNE_CHUNK) as [string, bigint][];
+    const rows = oldest.all(before, PRUNE_CHUNK_ROWS) as [string, bigint][];
     const highest = new Map<string, bigint>();
     for (const [account, seq] of rows) {
       remove.run(account, seq);
@@ -104,7 +103,7 @@ export function sqliteEvents(db: Database.Database): FeedStorage {
       for (;;) {
         const count = pruneChunk.immediate(before.getTime());
         removed += count;
-        if (count < PRUNE_CHUNK) return removed;
+        if (count < PRUNE_CHUNK_ROWS) return removed;
       }
     },
   };

@@ -1,7 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { lateReport } from '../late-report.js';
 import type { Storage } from '../types.js';
 import { openConnection } from './connection.js';
+import { DiskWatch, diskProbe } from './disk-watch.js';
 import { sqliteEvents } from './events.js';
 import { migrate } from './migrations.js';
 import { plantWriter, type WriteTransaction } from './plant-writer.js';
@@ -33,21 +35,28 @@ export function openSqlite(url: string, { feed, writer: where }: SqliteOptions):
   migrate(db);
   const ping = db.prepare('SELECT 1');
   const own = OwnTicks.create();
+  const report = lateReport();
+  const disk = new DiskWatch(path, report);
   const writer: Writer =
-    where === 'thread' && path !== ':memory:' ? threadWriter(path, feed, own) : inline(plantWriter(db, feed, own));
+    where === 'thread' && path !== ':memory:'
+      ? threadWriter(path, feed, own, report)
+      : inline(plantWriter(db, feed, own), diskProbe(db));
 
   return {
     engine: 'sqlite',
     // A `:memory:` store is one connection, which no other thread can reach.
     deliverySource: path === ':memory:' ? null : { engine: 'sqlite', path },
-    ...sqlitePlants(db, (changes) => writer.apply(changes), plantsVersion(db, own)),
+    ...sqlitePlants(db, (changes) => disk.write(() => writer.apply(changes)), plantsVersion(db, own)),
     ...sqliteEvents(db),
     ...sqliteTokens(db),
     ...sqliteWebhooks(db),
+    // Reads answer while the disk is full; readiness says whether writes do too.
     async ping() {
       ping.get();
       writer.check();
+      await disk.check(() => writer.probe());
     },
+    reportTo: report.reportTo,
     async close() {
       await writer.close();
       db.close();
@@ -56,10 +65,13 @@ export function openSqlite(url: string, { feed, writer: where }: SqliteOptions):
 }
 
 /** The transactions on the event loop (`--sqlite-writer inline`; docs/operating.md compares the two). */
-function inline(write: WriteTransaction): Writer {
+function inline(write: WriteTransaction, probe: () => void): Writer {
   return {
     async apply(changes) {
       return write(changes);
+    },
+    async probe() {
+      probe();
     },
     check() {},
     async close() {},

@@ -121,6 +121,18 @@ const MIGRATIONS: Array<string | ((db: Database.Database) => void)> = [
   // created_at were read past its events, from overflow pages: a claim of a large outbox read them
   // all, under the write lock.
   `CREATE INDEX webhook_outbox_heads ON webhook_outbox (account, endpoint_id, first_event_id, event_count, created_at);`,
+  // A row that readiness rewrites while the disk refuses writes (disk-watch.ts): a commit of its
+  // own that fails as the next write would, and moves nothing a reader keeps.
+  `CREATE TABLE disk_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);
+   INSERT INTO disk_probe VALUES (1, 0);`,
+  // One number that every change to the API tokens moves, whoever makes it (the server, the CLI,
+  // copy, SQL by hand: triggers), so that a process confirms every token it holds with one read
+  // (auth/api-token-verifier.ts).
+  `CREATE TABLE token_changes (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL);
+   INSERT INTO token_changes VALUES (1, 0);
+   CREATE TRIGGER api_tokens_inserted AFTER INSERT ON api_tokens BEGIN UPDATE token_changes SET n = n + 1; END;
+   CREATE TRIGGER api_tokens_updated AFTER UPDATE ON api_tokens BEGIN UPDATE token_changes SET n = n + 1; END;
+   CREATE TRIGGER api_tokens_deleted AFTER DELETE ON api_tokens BEGIN UPDATE token_changes SET n = n + 1; END;`,
 ];
 
 export function migrate(db: Database.Database) {

@@ -1,7 +1,8 @@
 import type Database from 'better-sqlite3';
-import { EVENT_OF } from '../../events/plant-event.js';
+import { STORED_PLANT_COLUMNS } from '../../plant-fields.js';
 import { foldCase } from '../case-fold.js';
-import { firstConflict, itemsOf, preconditionHolds, updated } from '../changes.js';
+import { applySync, firstConflict, itemsOf } from '../changes.js';
+import { PLANT_TABLE_COLUMNS, PLANT_UPDATE_COLUMNS, plantRow } from '../plant-rows.js';
 import type { ChangeOutcome, PlantChange, StoredPlant } from '../types/plants.js';
 import { bothQueues, feedQueues, type PlantEvents } from './events.js';
 import { outbox } from './outbox.js';
@@ -24,13 +25,15 @@ const wrotePlants = (outcome: ChangeOutcome) =>
  */
 export function plantWriter(db: Database.Database, feed: boolean, own: OwnTicks): WriteTransaction {
   const insert = db.prepare(
-    'INSERT INTO plants (account, id, name, tag, revision, name_folded) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+    `INSERT INTO plants (${PLANT_TABLE_COLUMNS.join(', ')})
+     VALUES (${PLANT_TABLE_COLUMNS.map((column) => `@${column}`).join(', ')}) ON CONFLICT DO NOTHING`,
   );
   const selectOne = db
-    .prepare('SELECT id, name, tag, revision FROM plants WHERE account = ? AND id = ?')
+    .prepare(`SELECT ${STORED_PLANT_COLUMNS.join(', ')} FROM plants WHERE account = ? AND id = ?`)
     .safeIntegers(true);
   const update = db.prepare(
-    'UPDATE plants SET name = ?, tag = ?, revision = ?, name_folded = ? WHERE account = ? AND id = ?',
+    `UPDATE plants SET ${PLANT_UPDATE_COLUMNS.map((column) => `${column} = @${column}`).join(', ')}
+     WHERE account = @account AND id = @id`,
   );
   const remove = db.prepare('DELETE FROM plants WHERE account = ? AND id = ?');
   const searchWrites = searchIndex(db);
@@ -40,35 +43,35 @@ export function plantWriter(db: Database.Database, feed: boolean, own: OwnTicks)
 
   const current = (account: string, id: bigint) => selectOne.get(account, id) as StoredPlant | undefined;
 
+  /** One change, its steps (changes.ts) done in this transaction. */
   function applyOne(change: PlantChange, events: PlantEvents, search: SearchIndex): ChangeOutcome {
-    const { account } = change;
-    if (change.kind === 'create') {
-      const { plant } = change;
-      const folded = foldCase(plant.name);
-      if (insert.run(account, plant.id, plant.name, plant.tag, plant.revision, folded).changes === 0) {
-        return { status: 'unchanged', plant: current(account, plant.id)! };
-      }
-      search.add(account, plant.id, folded);
-      events.queue(account, EVENT_OF.create, change.eventId, plant);
-      return { status: 'applied', plant };
-    }
     if (change.kind === 'create-many') return applyMany(change, events, search);
-    const before = current(account, change.id);
-    if (before === undefined) return { status: 'missing' };
-    if (!preconditionHolds(change.precondition, before)) return { status: 'precondition-failed' };
-    if (change.kind === 'delete') {
-      remove.run(account, change.id);
-      search.remove(account, change.id);
-      events.queue(account, EVENT_OF.delete, change.eventId, before);
-      return { status: 'applied', plant: before };
-    }
-    const after = updated(before, change);
-    if (after === null) return { status: 'unchanged', plant: before };
-    const folded = foldCase(after.name);
-    update.run(after.name, after.tag, after.revision, folded, account, after.id);
-    if (after.name !== before.name) search.rename(account, after.id, foldCase(before.name), folded);
-    events.queue(account, EVENT_OF.update, change.eventId, after);
-    return { status: 'applied', plant: after };
+    const { account } = change;
+    return applySync(change, (step) => {
+      switch (step.kind) {
+        case 'insert': {
+          const row = plantRow(account, step.plant);
+          const inserted = insert.run(row).changes === 1;
+          if (inserted) search.add(account, step.plant.id, row.name_folded as string);
+          return inserted;
+        }
+        case 'read':
+          return current(account, step.id);
+        case 'delete':
+          remove.run(account, step.plant.id);
+          return search.remove(account, step.plant.id);
+        case 'update': {
+          const row = plantRow(account, step.after);
+          update.run(row);
+          const { before, after } = step;
+          if (after.name !== before.name)
+            search.rename(account, after.id, foldCase(before.name), row.name_folded as string);
+          return;
+        }
+        case 'event':
+          return events.queue(account, step.type, step.eventId, step.plant);
+      }
+    });
   }
 
   /**

@@ -50,6 +50,14 @@ export class OwnTicks {
     }
   }
 
+  /**
+   * The writer's thread ended, perhaps inside `writing`, which it will then never leave: without
+   * this, every read would take the writer for busy and keep nothing (plantsVersion null) for good.
+   */
+  abandoned() {
+    Atomics.store(this.run, 2, 0n);
+  }
+
   /** Whether the writer is inside `writing` (read before `covers`: what it published before leaving is seen). */
   get busy(): boolean {
     return Atomics.load(this.run, 2) !== 0n;

@@ -1,15 +1,9 @@
 import type Database from 'better-sqlite3';
+import { STORED_PLANT_COLUMNS } from '../../plant-fields.js';
 import type { PlantListing } from '../plant-query.js';
-import type { Storage } from '../types.js';
-import type { StoredPlant } from '../types/plants.js';
+import type { PlantStorage, StoredPlant } from '../types/plants.js';
 import { sqlitePlantListing } from './plant-listing.js';
-
-const STREAM_CHUNK_ROWS = 1000;
-
-type PlantStorage = Pick<
-  Storage,
-  'applyChanges' | 'getPlant' | 'listPlants' | 'streamPlants' | 'countPlants' | 'plantsVersion'
->;
+import { STREAM_CHUNK_ROWS } from '../chunks.js';
 
 /**
  * The plants of the embedded store: reads on the main connection `db`; writes through
@@ -22,7 +16,7 @@ export function sqlitePlants(
   plantsVersion: () => number | null,
 ): PlantStorage {
   const selectOne = db
-    .prepare('SELECT id, name, tag, revision FROM plants WHERE account = ? AND id = ?')
+    .prepare(`SELECT ${STORED_PLANT_COLUMNS.join(', ')} FROM plants WHERE account = ? AND id = ?`)
     .safeIntegers(true);
   const listing = sqlitePlantListing(db);
 

@@ -9,15 +9,14 @@ import type Database from 'better-sqlite3';
  * What makes it cheap (figures in bench/analysis.md):
  * - Plain statements, not triggers (migration 7 dropped them): SQLite runs each statement of a
  *   trigger under a savepoint, and FTS5 writes its pending terms out as a new segment at every
- *   savepoint, one segment per plant (24 us a plant in a batch of 1,000, against 7).
- * - Nothing is ever deleted from the FTS5 table: a delete there costs about 90 us a row on a large
- *   index (FTS5's tombstones). A deleted plant loses its key; a renamed one gets a new key, under
+ *   savepoint, one segment per plant.
+ * - Nothing is ever deleted from the FTS5 table: a delete there is costly on a large index (FTS5's
+ *   tombstones). A deleted plant loses its key; a renamed one gets a new key, under
  *   which its new name is indexed. Keys come from a counter (`plant_search_seq`, migration 9), never
  *   reused, so no new entry can land on an old one's rowid. The index keeps the old entries; a
  *   store rewritten many times over can be indexed again from scratch (docs/data.md).
  * - The counter is read once and written once per transaction (`flush`), not moved per plant: an
- *   UPDATE between two index rows opens a statement savepoint, the same flush as a trigger's (it
- *   made a create cost 42 us of storage instead of 16).
+ *   UPDATE between two index rows opens a statement savepoint, the same flush as a trigger's.
  */
 export interface SearchIndex {
   add(account: string, id: bigint, nameFolded: string): void;

@@ -1,42 +1,22 @@
 import type Database from 'better-sqlite3';
-import type { Storage } from '../types.js';
-import type { NewToken, TokenRecord } from '../types/tokens.js';
-
-interface TokenRow {
-  id: string;
-  account: string;
-  scopes: string;
-  created_at: number;
-  expires_at: number | null;
-  revoked_at: number | null;
-}
+import { SQLITE_VALUES } from '../row-values.js';
+import { TOKEN_COLUMNS, toToken as tokenOf, type TokenRow } from '../token-rows.js';
+import type { NewToken, TokenStorage } from '../types/tokens.js';
 
 /** Times are epoch milliseconds and scopes one space-separated string. */
-function toToken(row: TokenRow): TokenRecord {
-  return {
-    id: row.id,
-    account: row.account,
-    scopes: row.scopes.split(' ').filter(Boolean),
-    createdAt: new Date(row.created_at),
-    expiresAt: row.expires_at === null ? null : new Date(row.expires_at),
-    revokedAt: row.revoked_at === null ? null : new Date(row.revoked_at),
-  };
-}
-
-type TokenStorage = Pick<
-  Storage,
-  'createToken' | 'findTokenByHash' | 'listTokens' | 'revokeToken' | 'createFirstToken'
->;
+const toToken = (row: TokenRow<number, string>) => tokenOf(row, SQLITE_VALUES);
+const COLUMNS = TOKEN_COLUMNS.join(', ');
 
 export function sqliteTokens(db: Database.Database): TokenStorage {
   const insertToken = db.prepare(
     'INSERT INTO api_tokens (id, account, secret_hash, scopes, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
   );
-  const tokenByHash = db.prepare('SELECT * FROM api_tokens WHERE secret_hash = ?');
-  const allTokens = db.prepare('SELECT * FROM api_tokens ORDER BY created_at, id');
-  const accountTokens = db.prepare('SELECT * FROM api_tokens WHERE account = ? ORDER BY created_at, id');
+  const tokenByHash = db.prepare(`SELECT ${COLUMNS} FROM api_tokens WHERE secret_hash = ?`);
+  const allTokens = db.prepare(`SELECT ${COLUMNS} FROM api_tokens ORDER BY created_at, id`);
+  const accountTokens = db.prepare(`SELECT ${COLUMNS} FROM api_tokens WHERE account = ? ORDER BY created_at, id`);
   const revoke = db.prepare('UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?');
   const countTokens = db.prepare('SELECT count(*) AS n FROM api_tokens');
+  const changes = db.prepare('SELECT n FROM token_changes').pluck();
 
   const storeToken = (token: NewToken) =>
     insertToken.run(
@@ -58,11 +38,11 @@ export function sqliteTokens(db: Database.Database): TokenStorage {
       storeToken(token);
     },
     async findTokenByHash(secretHash) {
-      const row = tokenByHash.get(secretHash) as TokenRow | undefined;
+      const row = tokenByHash.get(secretHash) as TokenRow<number, string> | undefined;
       return row ? toToken(row) : null;
     },
     async listTokens(account) {
-      const rows = (account === undefined ? allTokens.all() : accountTokens.all(account)) as TokenRow[];
+      const rows = (account === undefined ? allTokens.all() : accountTokens.all(account)) as TokenRow<number, string>[];
       return rows.map(toToken);
     },
     async revokeToken(id, at) {
@@ -70,6 +50,9 @@ export function sqliteTokens(db: Database.Database): TokenStorage {
     },
     async createFirstToken(token) {
       return createFirst.immediate(token);
+    },
+    async tokensVersion() {
+      return String(changes.get());
     },
   };
 }

@@ -3,9 +3,9 @@ import type { ClaimShare, DeliveryStorage } from '../types/webhooks.js';
 import { toClaimed, type ClaimRow } from '../webhook-rows.js';
 import { firstPerEndpoint } from './claim-share.js';
 import { busyAsJson, notBusy, outboxRows } from './outbox.js';
-import { failPending, msDate } from './webhook-sql.js';
-
-const PRUNE_CHUNK = 1000;
+import { SQLITE_VALUES } from '../row-values.js';
+import { failPending } from './fail-pending.js';
+import { PRUNE_CHUNK_ROWS } from '../chunks.js';
 
 /** The deliverer's side, through `deliveries`: the delivery thread's own connection, or the store's (see webhooks.ts). */
 export function sqliteDeliveries(deliveries: Database.Database): DeliveryStorage {
@@ -40,7 +40,7 @@ export function sqliteDeliveries(deliveries: Database.Database): DeliveryStorage
   const prune = deliveries.prepare(
     `DELETE FROM webhook_deliveries WHERE (account, endpoint_id, event_id) IN (
        SELECT account, endpoint_id, event_id FROM webhook_deliveries
-       WHERE state <> 'pending' AND updated_at < ? LIMIT ${PRUNE_CHUNK})`,
+       WHERE state <> 'pending' AND updated_at < ? LIMIT ${PRUNE_CHUNK_ROWS})`,
   );
   const backlog = deliveries.prepare(
     "SELECT count(*) AS pending, min(created_at) AS oldest FROM webhook_deliveries WHERE state = 'pending'",
@@ -92,7 +92,7 @@ export function sqliteDeliveries(deliveries: Database.Database): DeliveryStorage
       const busy = busyAsJson(share);
       if (anyDue.get({ now: now.getTime(), busy }) === undefined && !outboxThere.any(busy)) return [];
       const rows: ClaimRow<number>[] = claim.immediate(owner, now.getTime(), leaseUntil.getTime(), limit, share, busy);
-      return rows.map((row) => toClaimed(row, msDate));
+      return rows.map((row) => toClaimed(row, SQLITE_VALUES.date));
     },
     async recordAttempts(owner, results) {
       recordAll.immediate(owner, results);
@@ -105,7 +105,7 @@ export function sqliteDeliveries(deliveries: Database.Database): DeliveryStorage
       for (;;) {
         const { changes } = prune.run(before.getTime());
         removed += changes;
-        if (changes < PRUNE_CHUNK) return removed;
+        if (changes < PRUNE_CHUNK_ROWS) return removed;
       }
     },
     async deliveryBacklog() {

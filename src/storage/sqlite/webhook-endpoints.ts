@@ -1,8 +1,22 @@
 import type Database from 'better-sqlite3';
 import type { WebhookStorage } from '../types/webhooks.js';
-import { toDelivery, type DeliveryRow } from '../webhook-rows.js';
+import type { PlantEventType } from '../../events/plant-event.js';
+import { SQLITE_VALUES } from '../row-values.js';
+import {
+  ENDPOINT_COLUMNS,
+  toDelivery,
+  toEndpoint as endpointOf,
+  type DeliveryRow,
+  type EndpointRow,
+} from '../webhook-rows.js';
+import { failPending } from './fail-pending.js';
 import { outboxRows } from './outbox.js';
-import { eventsText, failPending, msDate, toEndpoint, type EndpointRow } from './webhook-sql.js';
+
+/** An endpoint's event types as SQLite keeps them: space-separated, with a space at each end (outbox.ts finds ' plant.created '). */
+const eventsText = (events: PlantEventType[]) => ` ${events.join(' ')} `;
+
+type Row = EndpointRow<number, string, number>;
+const toEndpoint = (row: Row) => endpointOf(row, SQLITE_VALUES);
 
 /** The deliveries listing's order: newest first, and by event id among events of the same millisecond. */
 const newestFirst = (a: DeliveryRow<number>, b: DeliveryRow<number>) =>
@@ -21,7 +35,7 @@ export function sqliteEndpoints(
     `INSERT INTO webhook_endpoints (account, id, url, events, description, enabled, secret, created_at)
      VALUES (@account, @id, @url, @events, @description, @enabled, @secret, @createdAt)`,
   );
-  const endpointColumns = 'id, url, events, description, enabled, created_at';
+  const endpointColumns = ENDPOINT_COLUMNS.join(', ');
   const selectEndpoints = db.prepare(
     `SELECT ${endpointColumns} FROM webhook_endpoints WHERE account = ? ORDER BY created_at, id`,
   );
@@ -74,7 +88,7 @@ export function sqliteEndpoints(
         outboxHere.unpackEndpoint(account, id);
         failPendingHere.run({ account, endpointId: id, reason, now: Date.now() });
       }
-      return toEndpoint(selectEndpoint.get(account, id) as EndpointRow);
+      return toEndpoint(selectEndpoint.get(account, id) as Row);
     },
   );
   const remove = db.transaction((account: string, id: string) => {
@@ -94,10 +108,10 @@ export function sqliteEndpoints(
       return create.immediate(endpoint, maxPerAccount);
     },
     async listEndpoints(account) {
-      return (selectEndpoints.all(account) as EndpointRow[]).map(toEndpoint);
+      return (selectEndpoints.all(account) as Row[]).map(toEndpoint);
     },
     async getEndpoint(account, id) {
-      const row = selectEndpoint.get(account, id) as EndpointRow | undefined;
+      const row = selectEndpoint.get(account, id) as Row | undefined;
       return row ? toEndpoint(row) : null;
     },
     async updateEndpoint(account, id, changes, reason) {
@@ -113,7 +127,7 @@ export function sqliteEndpoints(
       return readDeliveries(account, endpointId, limit)
         .sort(newestFirst)
         .slice(0, limit)
-        .map((row) => toDelivery(row, msDate));
+        .map((row) => toDelivery(row, SQLITE_VALUES.date));
     },
     async requeueFailed(account, endpointId, since, until, now) {
       const end = until === null ? Number.MAX_SAFE_INTEGER : until.getTime();

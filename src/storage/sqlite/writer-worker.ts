@@ -1,8 +1,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { openConnection } from './connection.js';
+import { diskProbe } from './disk-watch.js';
 import { plantWriter } from './plant-writer.js';
 import { OwnTicks } from './plants-clock.js';
-import type { WriterData, WriterReply, WriterRequest } from './writer-thread.js';
+import { outcomesToSend, type WriterData, type WriterReply, type WriterRequest } from './writer-messages.js';
 
 /**
  * The writer thread's body (writer-thread.ts says why there is one): its own connection, opened as
@@ -14,6 +15,7 @@ const { path, feed, ownTicks } = workerData as WriterData;
 const port = parentPort!;
 const db = openConnection(path);
 const write = plantWriter(db, feed, OwnTicks.of(ownTicks));
+const probe = diskProbe(db);
 
 port.on('message', (request: WriterRequest) => {
   if (request === 'close') {
@@ -23,7 +25,11 @@ port.on('message', (request: WriterRequest) => {
   }
   let reply: WriterReply;
   try {
-    reply = { id: request.id, outcomes: write(request.changes) };
+    if ('probe' in request) probe();
+    reply = {
+      id: request.id,
+      outcomes: 'changes' in request ? outcomesToSend(request.changes, write(request.changes)) : [],
+    };
   } catch (error) {
     const { message, code } = error as { message?: unknown; code?: unknown };
     reply = { id: request.id, error: { message: String(message), code: typeof code === 'string' ? code : undefined } };

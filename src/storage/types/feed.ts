@@ -33,9 +33,3 @@ export interface FeedStorage {
   /** Removes events written before `before` and raises each account's `prunedThrough`; how many. */
   pruneEvents(before: Date): Promise<number>;
 }
-
-/** A test-only delay (see StorageOptions.testCommitDelayMs): random up to `ms`, 0 when off. */
-export function testDelay(ms: number): Promise<void> | null {
-  if (ms <= 0) return null;
-  return new Promise((resolve) => setTimeout(resolve, Math.random() * ms));
-}

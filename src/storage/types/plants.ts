@@ -1,11 +1,11 @@
+import type { PlantFields } from '../../plant-fields.js';
 import type { PlantFilter, PlantListing } from '../plant-query.js';
 
 /** The plants as storage keeps them, and what an engine does with them. */
 
-export interface PlantRecord {
+/** A plant's id and its fields (plant-fields.ts). */
+export interface PlantRecord extends PlantFields {
   id: bigint;
-  name: string;
-  tag: string | null;
 }
 
 /** A plant with its revision: a random number drawn anew at each change, the source of its ETag. */
@@ -31,8 +31,8 @@ export type PlantChange =
       kind: 'update';
       account: string;
       id: bigint;
-      /** Absent fields stay as they are; `tag: null` removes the tag. */
-      set: { name?: string; tag?: string | null };
+      /** Absent fields stay as they are; null removes an optional field (`tag: null` removes the tag). */
+      set: Partial<PlantFields>;
       revision: bigint;
       precondition?: Precondition;
       eventId: string;
@@ -40,7 +40,7 @@ export type PlantChange =
   | { kind: 'delete'; account: string; id: bigint; precondition?: Precondition; eventId: string }
   /**
    * `POST /plants/batch`: every plant is created as one `create` is (its event in `eventIds` at
-   * the same index), or none is: an item whose id the account holds with another name or tag
+   * the same index), or none is: an item whose id the account holds as another plant (samePlant)
    * makes the whole change a `conflict` naming its index. Items repeating a stored plant exactly
    * (or an earlier item) are replays.
    */

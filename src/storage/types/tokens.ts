@@ -26,4 +26,9 @@ export interface TokenStorage {
   revokeToken(id: string, at: Date): Promise<boolean>;
   /** Creates `token` only if the store has never held a token; true when it did. */
   createFirstToken(token: NewToken): Promise<boolean>;
+  /**
+   * A number that moves whenever any token is created, changed or removed (in the change's own
+   * commit): unchanged between two reads means no token changed in between.
+   */
+  tokensVersion(): Promise<string>;
 }

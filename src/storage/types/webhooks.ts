@@ -129,7 +129,8 @@ export type DeliveryStorage = Pick<
 >;
 
 /**
- * How another thread opens the deliverer's side of a store (storage/open-deliveries.ts): plain
+ * How another thread opens the deliverer's side of a store (storage/open-delivery-store.ts): plain
  * data, as it crosses to the thread. `pooled`: the URL leads to a transaction-pooling PgBouncer.
  */
-export type DeliverySource = { engine: 'sqlite'; path: string } | { engine: 'postgres'; url: string; pooled: boolean };
+export type DeliverySource =
+  { engine: 'sqlite'; path: string } | { engine: 'postgres'; url: string; pooled: boolean; timeoutMs: number };

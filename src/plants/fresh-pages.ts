@@ -1,17 +1,17 @@
-import type { PlantListing } from '../storage/plant-query.js';
+import { canonicalFilter, type PlantListing } from '../storage/plant-query.js';
 import type { Storage } from '../storage/types.js';
-import { AccountVersionsPerTurn } from './account-versions-per-turn.js';
 import type { Page } from './page.js';
 import { PageCache } from './page-cache.js';
-import { VersionPerTurn } from './version-per-turn.js';
+import { AccountVersionsPerTurn, VersionPerTurn } from './per-turn.js';
 
 /** The version a page is stamped with, and what part of it goes in the page's key. */
 type Stamp = { version: number; keyPrefix: string };
 
 /**
- * The page cache as the service uses it: the one way in, so that no caller can read or note in
- * the wrong order. A read takes the storage version and the own-commit count before the rows, so
- * a page is never stamped newer than what it holds. Writes are told by the group commit's
+ * Pages served from memory only while fresh: the page cache (page-cache.ts, which holds them) as
+ * the service uses it, the one way in, so that no caller can read or note in the wrong order. A
+ * read takes the storage version and the own-commit count before the rows, so a page is never
+ * stamped newer than what it holds. Writes are told by the group commit's
  * observer, at the two moments that leave no page older than the store (storage/group-commit.ts).
  *
  * Two sources of versions, whichever the engine has:
@@ -22,7 +22,7 @@ type Stamp = { version: number; keyPrefix: string };
  *   commit to its plants, whoever makes it. The account's number is part of each page's key, so a
  *   page read at an older number is never found again (it ages out of the cache like any other).
  */
-export class CachedPages {
+export class FreshPages {
   private readonly cache: PageCache;
   private readonly stampOf: (account: string) => Promise<Stamp | null>;
 
@@ -33,18 +33,18 @@ export class CachedPages {
   static of(
     storage: Pick<Storage, 'engine' | 'plantsVersion' | 'accountVersions'>,
     maxBytes: number,
-  ): CachedPages | null {
+  ): FreshPages | null {
     if (maxBytes === 0) return null;
     if (storage.engine === 'sqlite') {
       const versions = new VersionPerTurn(() => storage.plantsVersion());
-      return new CachedPages(maxBytes, async () => {
+      return new FreshPages(maxBytes, async () => {
         const version = await versions.next();
         return version === null ? null : { version, keyPrefix: '' };
       });
     }
     if (storage.accountVersions === undefined) return null;
     const versions = new AccountVersionsPerTurn((accounts) => storage.accountVersions!(accounts));
-    return new CachedPages(maxBytes, async (account) => ({ version: 0, keyPrefix: `${await versions.of(account)}|` }));
+    return new FreshPages(maxBytes, async (account) => ({ version: 0, keyPrefix: `${await versions.of(account)}|` }));
   }
 
   private constructor(maxBytes: number, stampOf: (account: string) => Promise<Stamp | null>) {
@@ -71,7 +71,11 @@ export class CachedPages {
   }
 }
 
-/** One string per distinct listing: JSON keeps its parts apart whatever text a tag or search holds. */
+/**
+ * One string per distinct listing: every filter in its canonical form (equal filters share pages),
+ * the order and the position. JSON keeps its parts apart whatever text a tag or search holds.
+ */
 function listingKey({ filter, order, after }: PlantListing): string {
-  return JSON.stringify([order, filter.tags, filter.text, after === null ? null : [String(after.id), after.name]]);
+  const position = after === null ? null : [String(after.id), after.name];
+  return JSON.stringify([order, ...canonicalFilter(filter), position]);
 }

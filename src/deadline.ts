@@ -1,0 +1,20 @@
+/**
+ * `answer`'s outcome, or the error `late()` makes once `ms` have passed without one. The work behind
+ * `answer` is not taken back: it goes on, and what it ends with is no longer anyone's answer.
+ * Each outside dependency's calls are bounded with it: the database's, the deliverer's pool, Redis.
+ */
+export function answerWithin<T>(answer: Promise<T>, ms: number, late: () => Error): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(late()), ms);
+    answer.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}

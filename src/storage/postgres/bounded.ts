@@ -1,0 +1,115 @@
+import { answerWithin } from '../../deadline.js';
+import type { Storage, StoreReport } from '../types.js';
+import { DatabaseUnavailable, isStorageUnavailable } from '../unavailable.js';
+
+/**
+ * What the store knows of the database's reachability: since when it has not answered (null while
+ * it answers), for /metrics' `plant_store_database_unreachable_seconds`.
+ */
+export class Reachability {
+  private since: number | null = null;
+
+  constructor(private readonly report: StoreReport) {}
+
+  answered(): void {
+    if (this.since === null) return;
+    this.report.log(
+      'info',
+      { unreachableForMs: Math.round(performance.now() - this.since) },
+      'database: answering again',
+    );
+    this.since = null;
+  }
+
+  failed(error: unknown): void {
+    if (!this.startsOutage()) return;
+    this.report.log(
+      'warn',
+      { reason: (error as Error).message },
+      'database: not answering; requests get 503 until it does',
+    );
+  }
+
+  /** As `failed`, without its warn line: the start's tries say it in lines of their own (index.ts). */
+  failedAtStart(): void {
+    this.startsOutage();
+  }
+
+  /** Counts the failure; true when it is the first of an outage. */
+  private startsOutage(): boolean {
+    this.report.dependencyFailed('postgres');
+    if (this.since !== null) return false;
+    this.since = performance.now();
+    return true;
+  }
+
+  unreachableSeconds(): number {
+    return this.since === null ? 0 : (performance.now() - this.since) / 1000;
+  }
+}
+
+/** The methods whose calls are bounded: every one that reaches the database. */
+type Bounded = Exclude<
+  keyof Storage,
+  'engine' | 'deliverySource' | 'commitsAtOnce' | 'plantsVersion' | 'close' | 'reportTo'
+>;
+
+/**
+ * The store, each call answered within `timeoutMs` whatever the database does: a call that has no
+ * answer by then fails with DatabaseUnavailable (a 503), and so does one made before `ready` (the
+ * database has not answered since the start, or its migrations have not run). The call itself is
+ * not taken back: a write that commits after its caller was told 503 is an outcome the caller does
+ * not know, which an identical retry replays (a create, a batch). Connections that stay silent are
+ * dropped by the pool's sockets (answer-watch.ts); this bounds the wait for one, too.
+ */
+export function bounded(
+  store: Storage,
+  { timeoutMs, ready, reachability }: { timeoutMs: number; ready: () => boolean; reachability: Reachability },
+): Storage {
+  const notYet = () => new DatabaseUnavailable('the database has not answered since the server started; retry shortly');
+  const timedOut = () =>
+    new DatabaseUnavailable(`the database did not answer within ${timeoutMs / 1000} s; retry shortly`);
+
+  function within<T>(call: () => Promise<T>): Promise<T> {
+    if (!ready()) return Promise.reject(notYet());
+    const answer = call();
+    // An error from the database itself (a constraint, a conflict) is still an answer.
+    answer.then(
+      () => reachability.answered(),
+      (error: unknown) => (isStorageUnavailable(error) ? reachability.failed(error) : reachability.answered()),
+    );
+    return answerWithin(answer, timeoutMs, () => {
+      const error = timedOut();
+      reachability.failed(error);
+      return error;
+    });
+  }
+
+  const calls = Object.fromEntries(
+    (Object.keys(store) as (keyof Storage)[])
+      .filter((key): key is Bounded => typeof store[key] === 'function' && !UNBOUNDED.has(key))
+      .map((key) => {
+        const method = store[key] as (...args: unknown[]) => Promise<unknown>;
+        return [key, (...args: unknown[]) => within(() => method.apply(store, args))];
+      }),
+  );
+  return {
+    ...store,
+    ...calls,
+    async *streamPlants(account, listing) {
+      const pages = store.streamPlants(account, listing)[Symbol.asyncIterator]();
+      try {
+        for (;;) {
+          const page = await within(() => pages.next());
+          if (page.done) return;
+          yield page.value;
+        }
+      } finally {
+        // A stream left early (or timed out) gives its cursor's connection back.
+        void pages.return?.().catch(() => {});
+      }
+    },
+  };
+}
+
+const UNBOUNDED = new Set<keyof Storage>(['plantsVersion', 'close', 'reportTo', 'streamPlants']);

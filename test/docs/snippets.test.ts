@@ -1,0 +1,268 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { sqlite } from '../helpers/engines.js';
+import { postPlant } from '../helpers/http.js';
+import { realServer } from '../helpers/suite.js';
+import { registerEndpoint, WEBHOOK_TEST_ARGS } from '../helpers/webhooks.js';
+import { freePort } from '../helpers/ports.js';
+
+/**
+ * Every snippet runs as copied, and again (issue 32): the client README's programs against a
+ * fresh server, each twice, from a project of their own; and every shell line of the README,
+ * docs/ and the client's README names a command a checkout has.
+ */
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
+
+/** The fenced blocks of a Markdown file in one of `languages`, with the line each starts on. */
+function blocks(path: string, languages: string[]): Array<{ line: number; text: string }> {
+  const found: Array<{ line: number; text: string }> = [];
+  const text = read(path);
+  for (const match of text.matchAll(/^```(\w*)\n([\s\S]*?)^```/gm)) {
+    if (!languages.includes(match[1]!)) continue;
+    found.push({ line: text.slice(0, match.index).split('\n').length, text: match[2]! });
+  }
+  return found;
+}
+
+/** The client README's programs: each js block whose first line names its file, `// name.mjs: ...`. */
+const PROGRAMS = blocks('client/README.md', ['js']).flatMap(({ text }) => {
+  const name = /^\/\/ (\w+\.mjs):/.exec(text)?.[1];
+  return name ? [{ name, text }] : [];
+});
+
+/** A running program: its output so far, and its exit. */
+function launch(project: string, name: string, env: Record<string, string>) {
+  const child: ChildProcess = spawn(process.execPath, [name], { cwd: project, env: { ...process.env, ...env } });
+  const output = { stdout: '', stderr: '' };
+  child.stdout!.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output, exited };
+}
+
+describe("the client README's programs run as copied, twice, against a fresh server", { timeout: 180_000 }, () => {
+  const s = realServer(sqlite, WEBHOOK_TEST_ARGS);
+  let project = '';
+
+  before(() => {
+    // A project of its own, with the client linked in as `npm install /path/to/plant-store/client` does.
+    project = mkdtempSync(join(tmpdir(), 'plant-store-readme-'));
+    writeFileSync(join(project, 'package.json'), '{ "name": "readme-programs", "type": "module", "private": true }\n');
+    mkdirSync(join(project, 'node_modules'));
+    symlinkSync(join(ROOT, 'client'), join(project, 'node_modules', 'plant-store-client'), 'dir');
+    for (const { name, text } of PROGRAMS) writeFileSync(join(project, name), text);
+  });
+  after(() => rmSync(project, { recursive: true, force: true }));
+
+  it('finds the programs: plants, finding, batch, follow and receiver', () => {
+    assert.deepEqual(
+      PROGRAMS.map((p) => p.name),
+      ['plants.mjs', 'finding.mjs', 'batch.mjs', 'follow.mjs', 'receiver.mjs'],
+    );
+  });
+
+  for (const name of ['plants.mjs', 'finding.mjs', 'batch.mjs', 'follow.mjs']) {
+    it(`runs ${name} twice, each time to exit 0 with nothing on standard error`, async () => {
+      for (const run of [1, 2]) {
+        const program = launch(project, name, { PLANT_STORE_URL: s.url, PLANT_STORE_TOKEN: s.token });
+        const code = await program.exited;
+        assert.equal(code, 0, `run ${run}: ${program.output.stderr}`);
+        assert.equal(program.output.stderr, '', `run ${run}`);
+      }
+    });
+  }
+
+  it('runs receiver.mjs twice, each time verifying a delivery of a new plant', async () => {
+    for (const run of [1, 2]) {
+      const port = await freePort();
+      const { secret } = (await registerEndpoint(s.url, s.token, {
+        url: `http://127.0.0.1:${port}/hooks/plants`,
+        events: ['plant.created'],
+      })) as unknown as { secret: string };
+      const receiver = launch(project, 'receiver.mjs', { PORT: String(port), PLANT_STORE_WEBHOOK_SECRET: secret });
+      try {
+        const id = 700 + run;
+        assert.equal((await postPlant(s.url, s.token, { id, name: `Calathea ${run}` })).status, 200);
+        const until = Date.now() + 30_000;
+        while (!receiver.output.stdout.includes(`Calathea ${run}`)) {
+          assert.ok(Date.now() < until, `run ${run}: no delivery printed:\n${receiver.output.stderr}`);
+          assert.equal(receiver.child.exitCode, null, receiver.output.stderr);
+          await sleep(50);
+        }
+        assert.match(receiver.output.stdout, /^plant\.created msg_/m);
+        assert.equal(receiver.output.stderr, '');
+      } finally {
+        receiver.child.kill();
+        await receiver.exited;
+      }
+    }
+  });
+});
+
+/** Files whose shell blocks are meant to be pasted into a checkout. */
+const MARKDOWN = [
+  'README.md',
+  'client/README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((file) => file.endsWith('.md'))
+    .map((file) => `docs/${file}`),
+];
+
+/** What a reader has beside the checkout: the shell, curl and the tools the pages name. */
+const PROGRAMS_ON_PATH = new Set([
+  ...['cd', 'export', 'mkdir', 'kill', 'echo', 'cat', 'tr', 'awk', 'date', 'sleep', 'jq'],
+  ...['curl', 'node', 'npm', 'npx', 'pg_dump', 'pg_restore', 'createdb', 'psql', 'redis-cli'],
+]);
+/** Words that only shape the line: the command is the word after them. */
+const SHELL_WORDS = new Set(['do', 'then', 'else', 'exec', 'time', '{', '}', '!']);
+/** Lines that are shell syntax alone (`for x in ...;`, `done`). */
+const SHELL_ONLY = new Set(['for', 'done', 'fi', 'while']);
+
+/**
+ * The simple commands of a shell text, each as its words: split at `;`, `&`, `|`, newlines and
+ * parentheses outside quotes, with each `$( ... )` a command of its own; comments dropped.
+ */
+function simpleCommands(text: string): string[][] {
+  const out: string[][] = [];
+  let at = 0;
+  const parse = (closing: string | null) => {
+    let words: string[] = [];
+    let word = '';
+    let inWord = false;
+    const endWord = () => {
+      if (inWord) words.push(word);
+      word = '';
+      inWord = false;
+    };
+    const endCommand = () => {
+      endWord();
+      if (words.length > 0) out.push(words);
+      words = [];
+    };
+    while (at < text.length) {
+      const c = text[at]!;
+      if (text.startsWith('$(', at)) {
+        at += 2;
+        parse(')');
+        word += '$()';
+        inWord = true;
+      } else if (c === closing) {
+        at++;
+        break;
+      } else if (c === "'") {
+        const end = text.indexOf("'", at + 1);
+        word += text.slice(at + 1, end);
+        inWord = true;
+        at = end + 1;
+      } else if (c === '"') {
+        inWord = true;
+        at++;
+        while (at < text.length && text[at] !== '"') {
+          if (text.startsWith('$(', at)) {
+            at += 2;
+            parse(')');
+            word += '$()';
+          } else if (text[at] === '\\') {
+            word += text[at + 1];
+            at += 2;
+          } else word += text[at++];
+        }
+        at++;
+      } else if (c === '\\') {
+        // A backslash before a newline joins the lines.
+        if (text[at + 1] !== '\n') word += text[at + 1];
+        inWord = inWord || text[at + 1] !== '\n';
+        at += 2;
+      } else if (c === '#' && !inWord) {
+        while (at < text.length && text[at] !== '\n') at++;
+      } else if (';&|()\n'.includes(c)) {
+        endCommand();
+        at++;
+      } else if (c === ' ' || c === '\t') {
+        endWord();
+        at++;
+      } else {
+        word += c;
+        inWord = true;
+        at++;
+      }
+    }
+    endCommand();
+  };
+  parse(null);
+  return out;
+}
+
+const PACKAGE = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
+
+/** Why `words` cannot run in a checkout, or null. */
+function refusal(words: string[], functions: Set<string>): string | null {
+  let first = 0;
+  while (first < words.length && (/^[A-Za-z_]\w*=/.test(words[first]!) || SHELL_WORDS.has(words[first]!))) first++;
+  const [command, ...args] = words.slice(first);
+  if (command === undefined || SHELL_ONLY.has(command) || functions.has(command)) return null;
+  if (command === 'plant-store') return 'plant-store is no command in a checkout: npm start -- or npm run cli --';
+  if (!PROGRAMS_ON_PATH.has(command)) return `${command} is not a command the pages ask for`;
+  if (command === 'npm') {
+    const [sub, ...more] = args;
+    if (sub === 'run') {
+      const script = more.find((a) => !a.startsWith('-'));
+      return script !== undefined && script in PACKAGE.scripts ? null : `npm run ${script}: no such script`;
+    }
+    return ['start', 'test', 'install', 'ci', 'pack'].includes(sub ?? '')
+      ? null
+      : `npm ${sub}: not a command used here`;
+  }
+  if (command === 'npx') {
+    return existsSync(join(ROOT, 'node_modules', '.bin', args[0] ?? '')) ? null : `npx ${args[0]}: not installed`;
+  }
+  if (command === 'node' && args[0] === 'dist/cli.js') {
+    return ['serve', 'token', 'copy', 'backup'].includes(args[1] ?? 'serve') ? null : `no subcommand ${args[1]}`;
+  }
+  return null;
+}
+
+describe('every shell line of the README, docs/ and the client README names a command a checkout has', () => {
+  it('reads the lines as the shell does', () => {
+    assert.deepEqual(
+      simpleCommands(`A=1 npm run -s cli -- x "$(date +%F)".db # note\ncurl -d '{"a": "(;)"}' \\\n  http://h | jq .`),
+      [
+        ['date', '+%F'],
+        ['A=1', 'npm', 'run', '-s', 'cli', '--', 'x', '$().db'],
+        ['curl', '-d', '{"a": "(;)"}', 'http://h'],
+        ['jq', '.'],
+      ],
+    );
+  });
+
+  for (const path of MARKDOWN) {
+    it(path, () => {
+      const problems: string[] = [];
+      for (const block of blocks(path, ['sh', 'bash', 'shell'])) {
+        const functions = new Set([...block.text.matchAll(/^(\w+)\(\)/gm)].map((m) => m[1]!));
+        for (const words of simpleCommands(block.text)) {
+          const why = refusal(words, functions);
+          if (why !== null) problems.push(`${path}:${block.line}: ${words.join(' ')}: ${why}`);
+        }
+      }
+      assert.deepEqual(problems, []);
+    });
+  }
+});

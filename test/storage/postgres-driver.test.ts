@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { pg } from '../helpers/engines.js';
+
+/**
+ * postgres.js 3.4.9 schedules small writes with setImmediate; one scheduled after its connection
+ * closed threw from the immediate ("Cannot read properties of null (reading 'write')"), where no
+ * caller can catch it, and the process exited. patches/postgres+3.4.9.patch settles the query
+ * instead. The script is the shortest way to it: a transaction whose backend is terminated, then
+ * a statement of its code, which goes on running. It runs in a process of its own, the driver as
+ * installed, so that the crash, if it came back, is seen as an exit code. The same patch makes a
+ * connection forget the error a terminated backend answered with, which it used to hand to the
+ * first query of its next life (a 503 after the database was back).
+ */
+const SCRIPT = fileURLToPath(new URL('scripts/closed-connection.mjs', import.meta.url));
+
+describe('a PostgreSQL connection closed under the driver does not take the process down', () => {
+  let url: string;
+  let drop: () => Promise<void>;
+  before(async () => ({ url, drop } = await pg.fresh()));
+  after(() => drop());
+
+  it('rejects a statement made on the closed connection with CONNECTION_CLOSED, and the next query is answered', () => {
+    const run = spawnSync(process.execPath, [SCRIPT], {
+      cwd: fileURLToPath(new URL('../..', import.meta.url)),
+      env: { ...process.env, DATABASE_URL: url },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(run.status, 0, `the process exited ${run.status}:\n${run.stdout}${run.stderr}`);
+    const lines = run.stdout.trim().split('\n');
+    // The terminated query's own error depends on which the driver reads first: the server's
+    // 57P01 or the closed socket.
+    assert.match(lines[3] ?? '', /^sleeping query rejected (57P01|CONNECTION_CLOSED)$/);
+    lines.splice(3, 1);
+    assert.deepEqual(lines, [
+      'transaction rejected CONNECTION_CLOSED',
+      'statement rejected CONNECTION_CLOSED',
+      'pool answers',
+      'next query answered',
+    ]);
+  });
+});
