@@ -22,6 +22,11 @@ const TIMEOUT = 60_000;
  * A command on a pseudo-terminal of its own (util-linux `script`): what is written to its standard
  * input is typed into the terminal, so "\x03" is a Ctrl-C. Resolves `exited` with the command's
  * exit code (`script -e`; 128 + n when it was killed by signal n).
+ *
+ * `script` runs the command through `$SHELL -c`, and the command is `exec`ed so that no shell
+ * waits between the terminal and it: bash execs a lone command itself, but dash (`/bin/sh`, which
+ * `script` takes when SHELL is unset, as under CI) waits for it, and a shell that got the Ctrl-C
+ * while waiting exits 130 after its child exited 0.
  */
 class Terminal {
   readonly child: ChildProcess;
@@ -29,7 +34,7 @@ class Terminal {
   readonly exited: Promise<number | null>;
 
   constructor(command: string) {
-    this.child = spawn('script', ['-qfec', command, '/dev/null'], {
+    this.child = spawn('script', ['-qfec', `exec ${command}`, '/dev/null'], {
       cwd: ROOT,
       env: { ...process.env, RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0' },
       stdio: ['pipe', 'pipe', 'pipe'],
