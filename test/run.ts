@@ -1,6 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join, relative } from 'node:path';
+import { inspect } from 'node:util';
 import { run } from 'node:test';
 import { spec, tap } from 'node:test/reporters';
 
@@ -110,10 +111,22 @@ stream.on('test:fail', ({ name, nesting, file, todo, details }) => {
   process.exitCode = 1;
   const error = details.error as Error & { failureType?: string; cause?: unknown };
   if (error.failureType === 'subtestsFailed') return;
-  const cause = error.cause instanceof Error ? error.cause.message : String(error.cause ?? error.message);
   const path = [...(suitesOf.get(file) ?? []).slice(0, nesting), name].join(' > ');
-  failures.push(`  ${file === undefined ? '' : `${relative(root, file)}: `}${path}: ${cause.split('\n')[0]}`);
+  failures.push(
+    `  ${file === undefined ? '' : `${relative(root, file)}: `}${path}: ${firstLineOf(error.cause ?? error)}`,
+  );
 });
+/**
+ * The first line of an error that has text, and for an assertion given its own message (often the
+ * whole output of a process, whose first line says little) the values it compared.
+ */
+function firstLineOf(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const line = message.split('\n').find((text) => text.trim() !== '') ?? '';
+  const assertion = error as { code?: string; generatedMessage?: boolean; actual?: unknown; expected?: unknown };
+  if (assertion.code !== 'ERR_ASSERTION' || assertion.generatedMessage !== false) return line.trim();
+  return `${inspect(assertion.actual)} where ${inspect(assertion.expected)} was expected (${line.trim()})`;
+}
 stream.on('end', () => {
   if (failures.length > 0) console.error(`failed (${failures.length}):\n${failures.join('\n')}`);
   const slowest = [...fileMs].sort(([, a], [, b]) => b - a).slice(0, 12);
