@@ -6,9 +6,16 @@
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
+  // A write after the database closed the connection (a terminated backend, a restart).
+  'EPIPE',
+  'ECONNABORTED',
   'ETIMEDOUT',
   'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
   'ENOTFOUND',
+  // The resolver did not answer: the database's host name cannot be looked up now.
+  'EAI_AGAIN',
   'CONNECTION_CLOSED',
   'CONNECTION_ENDED',
   'CONNECTION_DESTROYED',
