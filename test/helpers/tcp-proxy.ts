@@ -22,6 +22,11 @@ export interface TcpProxy {
   heal(): void;
   /** Resets every open connection (both sides), as a middlebox that lost its state. */
   resetAll(): void;
+  /**
+   * Ends each connection open for `olderThanMs` or longer as a database ends one it terminates
+   * or restarts under it: a close (FIN) to the client, the target's side gone. Returns how many.
+   */
+  endAll(olderThanMs: number): number;
   /** Connections open now. */
   open(): number;
   close(): Promise<void>;
@@ -73,7 +78,13 @@ class Lane {
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const state = { held: false, latencyMs: 0 };
-  const pairs = new Set<{ client: net.Socket; upstream: () => net.Socket | null; lanes: Lane[]; dial: () => void }>();
+  const pairs = new Set<{
+    client: net.Socket;
+    openedAt: number;
+    upstream: () => net.Socket | null;
+    lanes: Lane[];
+    dial: () => void;
+  }>();
 
   const server = net.createServer((client) => {
     let upstream: net.Socket | null = null;
@@ -81,6 +92,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     const toUpstream = new Lane(() => upstream, state);
     const pair = {
       client,
+      openedAt: performance.now(),
       upstream: () => upstream,
       lanes: [toClient, toUpstream],
       dial: () => {
@@ -141,6 +153,17 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         if (upstream !== null && !upstream.destroyed) upstream.resetAndDestroy();
       }
       pairs.clear();
+    },
+    endAll(olderThanMs) {
+      let ended = 0;
+      for (const pair of pairs) {
+        if (pair.client.writableEnded || performance.now() - pair.openedAt < olderThanMs) continue;
+        for (const lane of pair.lanes) lane.clear();
+        pair.client.end();
+        pair.upstream()?.destroy();
+        ended++;
+      }
+      return ended;
     },
     open: () => pairs.size,
     async close() {

@@ -21,14 +21,15 @@ import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 /**
  * Contract, "When what it depends on fails": a network to the database that goes silent (packets
- * dropped, no reset) is a fault like a stopped database: every request answered within
+ * dropped, no reset) is a fault like a stopped database, and so are connections the database
+ * closes under the service (a terminated backend, a restart): every request answered within
  * `--database-timeout` plus 1 s, /readyz 503 within that, writes succeeding within 2 s of the
  * network healing, nothing acknowledged lost. And "A slow network": with 5 ms added each way, 64
  * clients creating at once are served at least 1,500 creates per second by one instance.
  *
  * The service reaches a PostgreSQL cluster of the test's own through a TCP proxy the test owns
  * (helpers/tcp-proxy.ts), which black-holes traffic (keeping the bytes, delivered after the heal
- * as TCP's retransmissions would) or delays it.
+ * as TCP's retransmissions would), delays it, or ends its connections as the database would.
  */
 
 let proxy: TcpProxy;
@@ -121,6 +122,63 @@ describe(
 
     it(`refuses nothing once the network has been back for ${RECOVERY_LIMIT_MS} ms`, () => {
       assert.deepEqual(refusalsAfterRecovery(run.load, times.back), []);
+    });
+  },
+);
+
+describe(
+  "the database closes the service's connections again and again under load (each one 30 ms old or more, every 10 ms for 3 s)",
+  {
+    skip: OWN_POSTGRES_SKIP,
+  },
+  () => {
+    let run: Loaded;
+    let ended = 0;
+
+    before(async () => {
+      run = await loadedServer(throughProxy(await pg.createDatabase()));
+      await sleep(1_000);
+      const until = performance.now() + 3_000;
+      while (performance.now() < until) {
+        ended += proxy.endAll(30);
+        await sleep(10);
+      }
+      await sleep(1_000);
+      await run.load.stop();
+      await run.probes.stop();
+    });
+
+    after(async () => {
+      run?.load.close();
+      await run?.probes.stop();
+      await run?.server.stop();
+    });
+
+    // Each close is met wherever the driver is: reading (CONNECTION_CLOSED), or writing its next
+    // statement after the close arrived and before the socket closed (EPIPE, "This socket has been
+    // ended by the other party"). postgres.js alone, 64 queries at a time on 4 connections ended
+    // every 5 ms for 15 s, rejected 306 queries with EPIPE and 44,915 with CONNECTION_CLOSED;
+    // through the service's pool it is rarer still
+    // (none in six runs of this case), and was answered 500 until it was counted as unavailable
+    // (storage/unavailable.ts; test/storage/unavailable.test.ts makes one for certain).
+    it('answers every request 2xx or 503 with Retry-After, never 500, however each close was met', () => {
+      assertAnsweredInBound(run);
+      const refusedFor = new Map<string, number>();
+      for (const line of run.server.stdout().split('\n')) {
+        const code = line.includes('"msg":"request refused"') ? /"code":"([^"]+)"/.exec(line)?.[1] : undefined;
+        if (code !== undefined) refusedFor.set(code, (refusedFor.get(code) ?? 0) + 1);
+      }
+      report('connections closed', {
+        ended,
+        statuses: Object.fromEntries(run.load.statuses),
+        refusedFor: Object.fromEntries(refusedFor),
+      });
+      assert.ok(ended >= 20, `${ended} connections closed`);
+    });
+
+    it('loses nothing acknowledged; the feed has every change once, in order', async () => {
+      const counts = await run.load.audit({ refusedMeansNotStored: false });
+      assert.ok(counts.certain > 0);
     });
   },
 );
