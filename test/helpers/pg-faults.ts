@@ -92,6 +92,19 @@ export async function loadedServer(
 
 export type Loaded = Awaited<ReturnType<typeof loadedServer>>;
 
+/** Ends the load and the probes once the fault is over; what they recorded stays for the assertions. */
+export async function stopLoad(run: Loaded): Promise<void> {
+  await run.load.stop();
+  await run.probes.stop();
+}
+
+/** Closes what `loadedServer` started (an `after` hook's part, whether or not its `before` got that far). */
+export async function closeLoaded(run: Loaded | undefined): Promise<void> {
+  run?.load.close();
+  await run?.probes.stop();
+  await run?.server.stop();
+}
+
 /** When the first write answered 2xx after `from` was answered; waits up to `withinMs` for one. */
 export async function firstWriteAfter(load: FaultLoad, from: number, withinMs = 15_000): Promise<number> {
   const deadline = performance.now() + withinMs;

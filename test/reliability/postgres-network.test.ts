@@ -7,12 +7,14 @@ import {
   ANSWER_BOUND_MS,
   assertAnsweredInBound,
   assertStillServing,
+  closeLoaded,
   firstWriteAfter,
   loadedServer,
   readyAfter,
   RECOVERY_LIMIT_MS,
   refusalsAfterRecovery,
   report,
+  stopLoad,
   TIMEOUT_MS,
   type Loaded,
 } from '../helpers/pg-faults.js';
@@ -64,15 +66,12 @@ describe(
       times.write = await firstWriteAfter(run.load, times.back);
       times.ready = await readyAfter(run.probes, times.back);
       await sleep(1_000);
-      await run.load.stop();
-      await run.probes.stop();
+      await stopLoad(run);
       expired = await metric(run.server.url, 'plant_store_dependency_errors_total{dependency="postgres"}');
     });
 
     after(async () => {
-      run?.load.close();
-      await run?.probes.stop();
-      await run?.server.stop();
+      await closeLoaded(run);
     });
 
     it(`answers every request within ${ANSWER_BOUND_MS} ms while nothing comes back: 2xx or 503 with Retry-After, nothing hangs`, () => {
@@ -144,14 +143,11 @@ describe(
         await sleep(10);
       }
       await sleep(1_000);
-      await run.load.stop();
-      await run.probes.stop();
+      await stopLoad(run);
     });
 
     after(async () => {
-      run?.load.close();
-      await run?.probes.stop();
-      await run?.server.stop();
+      await closeLoaded(run);
     });
 
     // Each close is met wherever the driver is: reading (CONNECTION_CLOSED), or writing its next

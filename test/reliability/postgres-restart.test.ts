@@ -8,12 +8,14 @@ import { OWN_POSTGRES_SKIP, useOwnPostgres } from '../helpers/own-postgres.js';
 import {
   ANSWER_BOUND_MS,
   assertAnsweredInBound,
+  closeLoaded,
   firstWriteAfter,
   loadedServer,
   readyAfter,
   RECOVERY_LIMIT_MS,
   refusalsAfterRecovery,
   report,
+  stopLoad,
   type Loaded,
 } from '../helpers/pg-faults.js';
 import { startPgbouncer, type Pgbouncer } from '../helpers/pgbouncer.js';
@@ -87,14 +89,11 @@ function faultUnderLoad(
       times.write = await firstWriteAfter(run.load, times.back);
       times.ready = await readyAfter(run.probes, times.back);
       await sleep(1_000);
-      await run.load.stop();
-      await run.probes.stop();
+      await stopLoad(run);
     });
 
     after(async () => {
-      run?.load.close();
-      await run?.probes.stop();
-      await run?.server.stop();
+      await closeLoaded(run);
       await receiver?.close();
     });
 
