@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { metric } from '../helpers/http.js';
 import { lanes, LoadClient, sleep } from '../helpers/load.js';
@@ -19,6 +20,8 @@ import {
   type Loaded,
 } from '../helpers/pg-faults.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
+import { insertPlants } from '../helpers/plants.js';
+import { openStorage } from '../../src/storage/open.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 /**
@@ -175,6 +178,92 @@ describe(
     it('loses nothing acknowledged; the feed has every change once, in order', async () => {
       const counts = await run.load.audit({ refusedMeansNotStored: false });
       assert.ok(counts.certain > 0);
+    });
+  },
+);
+
+/**
+ * What a client read of a streamed list: the array, or that the response broke off (an error, or
+ * an end before the body was whole).
+ */
+function readSlowly(url: string, token: string, pauseMs: number, whilePaused: () => void) {
+  return new Promise<{ status: number; plants: number | null; brokeOff: boolean }>((resolve) => {
+    const request = http.get(`${url}/plants`, { headers: { authorization: `Bearer ${token}` } }, (response) => {
+      // Not read at first: the server writes until the socket is full, and waits in the middle of its list.
+      response.pause();
+      let body = '';
+      const done = (brokeOff: boolean) => {
+        let plants: number | null = null;
+        if (!brokeOff) {
+          try {
+            plants = (JSON.parse(body) as unknown[]).length;
+          } catch {
+            brokeOff = true;
+          }
+        }
+        resolve({ status: response.statusCode ?? 0, plants, brokeOff });
+      };
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (body += chunk));
+      response.on('end', () => done(!response.complete));
+      response.on('error', () => done(true));
+      void sleep(pauseMs).then(() => {
+        whilePaused();
+        return sleep(300).then(() => response.resume());
+      });
+    });
+    request.on('error', () => resolve({ status: 0, plants: null, brokeOff: true }));
+  });
+}
+
+describe(
+  'the database closes the connection of a streamed full list half-way (GET /plants without limit)',
+  {
+    skip: OWN_POSTGRES_SKIP,
+  },
+  () => {
+    const PLANTS = 200_000;
+    let server: RunningServer;
+    let read: Awaited<ReturnType<typeof readSlowly>>;
+    let ended = 0;
+
+    before(async () => {
+      const database = await pg.createDatabase();
+      server = await startServer({ database: throughProxy(database) });
+      const direct = await openStorage(pg.url(database));
+      try {
+        for (let from = 0; from < PLANTS; from += 20_000) {
+          const writes = Array.from({ length: 20_000 }, (_, i) => ({
+            account: 'default',
+            plant: { id: BigInt(from + i + 1), name: `plant ${from + i + 1}`, tag: null },
+          }));
+          await insertPlants(direct, writes);
+        }
+      } finally {
+        await direct.close();
+      }
+      read = await readSlowly(server.url, server.firstToken!, 1_000, () => (ended = proxy.endAll(0)));
+    });
+
+    after(async () => {
+      await server?.stop();
+    });
+
+    // postgres.js answered the next read of a cursor whose connection had closed between two reads
+    // with `done`: the list ended there, as a well-formed array. The project's patch rejects it.
+    it('breaks the response off, never ends it as a whole array with plants missing', () => {
+      report('streamed list cut', { ...read, ended });
+      assert.ok(ended > 0, 'the stream held a connection to close');
+      assert.equal(read.status, 200);
+      assert.ok(
+        read.brokeOff || read.plants === PLANTS,
+        `the response ended as a whole array of ${read.plants} plants of ${PLANTS}`,
+      );
+    });
+
+    it('serves the whole list again on the next request', async () => {
+      const again = await readSlowly(server.url, server.firstToken!, 0, () => {});
+      assert.deepEqual(again, { status: 200, plants: PLANTS, brokeOff: false });
     });
   },
 );

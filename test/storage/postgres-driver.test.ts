@@ -24,6 +24,15 @@ const SCRIPT = fileURLToPath(new URL('scripts/closed-connection.mjs', import.met
  */
 const TYPES_SCRIPT = fileURLToPath(new URL('scripts/types-query-reset.mjs', import.meta.url));
 
+/**
+ * A cursor (the streamed full list, `GET /plants` without `limit`) whose connection closed while
+ * its reader was between two reads answered the next read `done`: a list cut short was served as
+ * the whole (2xx, a well-formed array). And a reader leaving afterwards (`return`) threw from the
+ * driver's suspended read, a promise nobody handled. The patch rejects the next read, and ends
+ * the suspended read quietly.
+ */
+const CURSOR_SCRIPT = fileURLToPath(new URL('scripts/cursor-closed.mjs', import.meta.url));
+
 function runScript(script: string, url: string) {
   return spawnSync(process.execPath, [script], {
     cwd: fileURLToPath(new URL('../..', import.meta.url)),
@@ -59,5 +68,11 @@ describe('a PostgreSQL connection closed under the driver does not take the proc
     const run = runScript(TYPES_SCRIPT, url);
     assert.equal(run.status, 0, `the process exited ${run.status}:\n${run.stdout}${run.stderr}`);
     assert.deepEqual(run.stdout.trim().split('\n'), ['first query rejected ECONNRESET', 'next query answered']);
+  });
+
+  it('fails a cursor whose connection closed between two reads, instead of ending it short; leaving it then is quiet', () => {
+    const run = runScript(CURSOR_SCRIPT, url);
+    assert.equal(run.status, 0, `the process exited ${run.status}:\n${run.stdout}${run.stderr}`);
+    assert.deepEqual(run.stdout.trim().split('\n'), ['rejected after 100 rows', 'returned']);
   });
 });
