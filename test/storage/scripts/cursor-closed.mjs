@@ -10,8 +10,8 @@ const rows = sql`SELECT g AS n, pg_backend_pid() AS pid FROM generate_series(1, 
 const cursor = rows[Symbol.asyncIterator]();
 const first = await cursor.next();
 let read = first.value.length;
-await admin`SELECT pg_terminate_backend(${first.value[0].pid})`;
-await new Promise((resolve) => setTimeout(resolve, 200));
+// Waits (up to 5 s) until the backend has exited.
+await admin`SELECT pg_terminate_backend(${first.value[0].pid}, 5000)`;
 try {
   for (;;) {
     const chunk = await cursor.next();
@@ -20,7 +20,7 @@ try {
   }
   console.log(`ended after ${read} rows`);
 } catch (error) {
-  console.log(`rejected after ${read} rows`);
+  console.log(`rejected ${error.code} after ${read} rows`);
 }
 // A reader that leaves (a client gone) returns the cursor; long enough after for an unhandled
 // rejection to have ended the process.

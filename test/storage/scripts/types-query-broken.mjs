@@ -2,20 +2,33 @@
 import net from 'node:net';
 import postgres from 'postgres';
 
-// A proxy in front of the database that resets the first connection at the moment the driver
+// A proxy in front of the database that breaks the first connection at the moment the driver
 // sends its array-types query (fetch_types, the first statement of every new connection), and
-// passes everything else through.
+// passes everything else through. `reset`: a TCP reset. `terminate`: what pg_terminate_backend
+// sends then (a FATAL 57P01 ErrorResponse), and the connection closed.
+const how = process.argv[2];
+const terminated = (() => {
+  const fields = Buffer.from(
+    'SFATAL\0VFATAL\0C57P01\0Mterminating connection due to administrator command\0\0',
+    'utf8',
+  );
+  const header = Buffer.alloc(5);
+  header.write('E', 0);
+  header.writeInt32BE(fields.length + 4, 1);
+  return Buffer.concat([header, fields]);
+})();
 const target = new URL(process.env.DATABASE_URL);
-let resets = 1;
+let breaks = 1;
 const proxy = net.createServer((client) => {
   const server = net.connect(Number(target.port || 5432), target.hostname);
   server.on('error', () => {});
   client.on('error', () => {});
   client.on('data', (chunk) => {
-    if (resets > 0 && chunk.includes('pg_catalog.pg_type')) {
-      resets--;
-      client.resetAndDestroy();
+    if (breaks > 0 && chunk.includes('pg_catalog.pg_type')) {
+      breaks--;
       server.destroy();
+      if (how === 'reset') client.resetAndDestroy();
+      else client.end(terminated);
       return;
     }
     server.write(chunk);
@@ -38,5 +51,8 @@ console.log(`first query ${await settled(sql`SELECT 1`)}`);
 // Long enough for an unhandled rejection to have ended the process.
 await new Promise((resolve) => setTimeout(resolve, 200));
 console.log(`next query ${await settled(sql`SELECT 1`)}`);
+// The array types were read on the connection that followed: an array parameter and column work.
+const [{ doubled }] = await sql`SELECT array(SELECT x * 2 FROM unnest(${sql.array([1, 2])}::int4[]) x) AS doubled`;
+console.log(`arrays ${JSON.stringify(doubled)}`);
 await sql.end({ timeout: 1 });
 proxy.close();
