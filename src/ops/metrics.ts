@@ -92,9 +92,6 @@ export const dependencyErrors = new Counter({
   registers: [registry],
 });
 
-/** The dependencies `dependencyErrors` counts, one label value each. */
-export type Dependency = 'postgres' | 'redis' | 'disk';
-
 let unreachableSeconds: () => number = () => 0;
 
 /** Where /metrics reads how long the database has not answered (the store's own count; SQLite: never). */

@@ -55,9 +55,11 @@ export async function supervise(config: Config, prepareStore: (later: StoreLater
   // `cluster.workers` is not that count: Node drops a worker from it when both its process has
   // exited and its IPC channel has closed, two events that come in either order.
   let running = 0;
-  cluster.on('fork', () => running++);
   const forkedAt = new Map<number, number>();
-  cluster.on('fork', (worker) => forkedAt.set(worker.id, Date.now()));
+  cluster.on('fork', (worker) => {
+    running++;
+    forkedAt.set(worker.id, Date.now());
+  });
   let nextRestartDelay = RESTART_DELAY_MS;
   const stopped = () => {
     log.info('stopped');

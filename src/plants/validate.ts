@@ -1,7 +1,7 @@
 import { HttpError } from '../errors.js';
 import type { ExactValidator } from '../http/exact-validator.js';
 import { LIMITS } from '../limits.js';
-import { fieldsOf, PLANT_FIELD_NAMES, PLANT_FIELDS, samePlant } from '../plant-fields.js';
+import { PLANT_FIELD_NAMES, PLANT_FIELDS, samePlant } from '../plant-fields.js';
 import { NewPlant, NewPlants, PlantIdParams, PlantPatch } from '../schemas.js';
 import { PLANT_FILTER_KEYS, PLANT_ORDERS, type PlantOrder } from '../storage/plant-query.js';
 import { bad, checkText, single } from './checks.js';
@@ -76,7 +76,7 @@ export function validateNewPlants(body: unknown): NewPlant[] {
       continue;
     }
     const earlier = plants[first]!;
-    if (!samePlant(fieldsOf(earlier), fieldsOf(plant))) {
+    if (!samePlant(earlier, plant)) {
       bad(`[${i}].id repeats the id of [${first}] with a different ${PLANT_FIELD_NAMES.join(' or ')}`);
     }
   }

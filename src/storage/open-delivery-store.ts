@@ -1,5 +1,6 @@
 import { answerWithin } from '../deadline.js';
 import type { DeliveryStorage, DeliverySource } from './types/webhooks.js';
+import { DatabaseUnavailable } from './unavailable.js';
 
 /**
  * PostgreSQL connections of a deliverer's thread: one claims or records while another prunes. The
@@ -23,7 +24,6 @@ export async function openDeliveries(
   }
   const { connect } = await import('./postgres/connection.js');
   const { postgresDeliveries } = await import('./postgres/webhook-deliveries.js');
-  const { DatabaseUnavailable } = await import('./unavailable.js');
   const open = () => connect(source.url, DELIVERY_POOL_MAX, { pooled: source.pooled, timeoutMs: source.timeoutMs });
   let sql = open();
   let deliveries = postgresDeliveries(sql);

@@ -31,9 +31,12 @@ export interface Storage extends PlantStorage, TokenStorage, WebhookStorage, Fee
   reportTo?(report: StoreReport): void;
 }
 
+/** The dependencies `plant_store_dependency_errors_total` counts, one label value each. */
+export type Dependency = 'postgres' | 'redis' | 'disk';
+
 /** The log and the failure counter, as a store sees them (ops/store-report.ts makes one). */
 export interface StoreReport {
   log(level: 'error' | 'warn' | 'info', fields: Record<string, unknown>, message: string): void;
   /** One failed call to a dependency: `plant_store_dependency_errors_total{dependency}`. */
-  dependencyFailed(dependency: 'postgres' | 'redis' | 'disk'): void;
+  dependencyFailed(dependency: Dependency): void;
 }

@@ -22,7 +22,6 @@ const UNAVAILABLE_CODES = new Set([
   'CONNECT_TIMEOUT',
   'SQLITE_BUSY',
   'SQLITE_LOCKED',
-  'SQLITE_FULL',
   // The SQLite writer thread ended with the write in flight (sqlite/writer-thread.ts): its outcome is unknown.
   'WRITER_THREAD_ENDED',
   'DATABASE_UNAVAILABLE',

@@ -31,8 +31,11 @@ export function watchedSocket(options: WatchOptions): net.Socket {
     );
   };
   const arm = () => {
-    if (timer !== null) clearTimeout(timer);
-    timer = owed.any() ? setTimeout(expire, options.timeoutMs) : null;
+    if (!owed.any()) {
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
+    } else if (timer === null) timer = setTimeout(expire, options.timeoutMs);
+    else timer.refresh();
   };
 
   const write = socket.write.bind(socket) as (chunk: unknown, ...rest: unknown[]) => boolean;

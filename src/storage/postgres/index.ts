@@ -75,12 +75,8 @@ export async function openPostgres(
     onExpired: () => report.dependencyFailed('postgres'),
   });
 
-  const prepare = async () => {
-    await migrateOver(directUrl ?? url, timeoutMs);
-    feedKey = await events.feedKey();
-  };
+  const prepare = () => migrateOver(directUrl ?? url, timeoutMs);
   const events = postgresEvents(sql);
-  let feedKey: Buffer | null = null;
   let pending: Promise<void> | null = null;
   try {
     await prepare();
@@ -106,8 +102,6 @@ export async function openPostgres(
     commitsAtOnce: COMMITS_AT_ONCE,
     ...postgresPlants(sql, feed),
     ...events,
-    // Read once at start: the key never changes, and the change feed's cursors need it at every request.
-    feedKey: async () => feedKey!,
     // The feed numbers each account's events in the transaction of its changes (outbox.ts), so the
     // account's last number moves with its plants, whichever instance commits. Without the feed, none.
     ...(feed.feed && { accountVersions: (accounts: string[]) => events.feedHeads(accounts) }),

@@ -24,9 +24,9 @@ interface Pending {
 
 /**
  * A thread that ended is started again after this long, doubled each time it ends again before it
- * has run HEALTHY_RUN_MS (a file it cannot open), up to LAST_RESTART_MS. Never at once: the group
- * commit retries a failed batch's changes one by one as soon as they are rejected (group-commit.ts),
- * and those retries must meet the ended thread, not a new one: the batch may have committed.
+ * has run HEALTHY_RUN_MS (a file it cannot open), up to LAST_RESTART_MS: a thread that cannot
+ * start is not started again in a tight loop. Its writes in flight are answered 503 whole (their
+ * outcome is unknown: group-commit.ts does not retry them one by one).
  */
 const FIRST_RESTART_MS = 50;
 const LAST_RESTART_MS = 5_000;
