@@ -34,8 +34,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * Storage answers; 503 while stopping
-     * @description Answers 200 when the store answers, and 503 with Retry-After while the server is stopping or the store cannot be reached: for readiness probes and load balancers.
+     * Storage answers; 503 while stopping or the store is unavailable
+     * @description Answers 200 when the store answers, and 503 with Retry-After while the server is stopping, the store cannot be reached, or its disk refuses writes: for readiness probes and load balancers.
      */
     get: operations['checkReadiness'];
     put?: never;
@@ -55,7 +55,7 @@ export interface paths {
     };
     /**
      * Prometheus metrics (text format)
-     * @description Request counts and durations by route and status, plants created, storage commits and timings, authentication failures, and the process metrics, in the Prometheus text exposition format.
+     * @description Request counts and durations by route and status, plants created, storage commits and timings, authentication failures, failed calls to dependencies and how long the database has not answered, and the process metrics, in the Prometheus text exposition format. With --workers, 503 with Retry-After when the other workers' metrics do not arrive in time.
      */
     get: operations['getMetrics'];
     put?: never;
@@ -75,7 +75,7 @@ export interface paths {
     };
     /**
      * Returns all plants from the system that the user has access to
-     * @description Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed. With limit, when more plants remain, a Link header with rel="next" gives the URL of the next page; the cursor in it carries the filters and order. Prefer: count=exact adds X-Total-Count.
+     * @description Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed; if the store fails half-way the response is broken off (no closing ]), never ended short. With limit, when more plants remain, a Link header with rel="next" gives the URL of the next page; the cursor in it carries the filters and order. Prefer: count=exact adds X-Total-Count.
      */
     get: operations['listPlants'];
     put?: never;
@@ -747,7 +747,7 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description Temporarily unavailable (stopping, the store or the identity provider cannot be reached); Retry-After says when to retry. */
+    /** @description Temporarily unavailable (stopping; the store or the identity provider cannot be reached or did not answer within --database-timeout; a write whose commit answer was lost; the disk is full or failing); Retry-After says when to retry. */
     Error503: {
       headers: {
         /** @description Seconds to wait before trying again */
@@ -873,6 +873,7 @@ export interface operations {
       };
       408: components['responses']['Error408'];
       431: components['responses']['Error431'];
+      503: components['responses']['Error503'];
       default: components['responses']['OtherErrors'];
     };
   };

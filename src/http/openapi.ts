@@ -98,7 +98,8 @@ export const ERRORS = {
   },
   503: {
     description:
-      'Temporarily unavailable (stopping, the store or the identity provider cannot be reached); ' +
+      'Temporarily unavailable (stopping; the store or the identity provider cannot be reached or did ' +
+      'not answer within --database-timeout; a write whose commit answer was lost; the disk is full or failing); ' +
       'Retry-After says when to retry.',
     message: 'the store is unavailable right now; retry shortly',
   },

@@ -40,10 +40,10 @@ async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storag
       schema: {
         ...open,
         operationId: 'checkReadiness',
-        summary: 'Storage answers; 503 while stopping',
+        summary: 'Storage answers; 503 while stopping or the store is unavailable',
         description:
-          'Answers 200 when the store answers, and 503 with Retry-After while the server is stopping ' +
-          'or the store cannot be reached: for readiness probes and load balancers.',
+          'Answers 200 when the store answers, and 503 with Retry-After while the server is stopping, ' +
+          'the store cannot be reached, or its disk refuses writes: for readiness probes and load balancers.',
         response: { 200: { ...Status, examples: [{ status: 'ready' }] }, ...errorResponses(408, 431, 503) },
       },
     },
@@ -68,13 +68,15 @@ async function healthPlugin(app: FastifyInstance, { storage }: { storage: Storag
         summary: 'Prometheus metrics (text format)',
         description:
           'Request counts and durations by route and status, plants created, storage commits and timings, ' +
-          'authentication failures, and the process metrics, in the Prometheus text exposition format.',
+          'authentication failures, failed calls to dependencies and how long the database has not answered, ' +
+          'and the process metrics, in the Prometheus text exposition format. With --workers, 503 with ' +
+          "Retry-After when the other workers' metrics do not arrive in time.",
         response: {
           200: {
             description: 'The metrics',
             content: { 'text/plain': { schema: Type.String(), example: METRICS_EXAMPLE } },
           },
-          ...errorResponses(408, 431),
+          ...errorResponses(408, 431, 503),
         },
       },
     },

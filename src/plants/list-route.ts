@@ -38,7 +38,8 @@ export function listRoute(app: FastifyInstance, plants: PlantService) {
         summary: 'Returns all plants from the system that the user has access to',
         description:
           "Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says " +
-          'otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed. With ' +
+          'otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed; if the store fails ' +
+          'half-way the response is broken off (no closing ]), never ended short. With ' +
           'limit, when more plants remain, a Link header with rel="next" gives the URL of the next page; the cursor ' +
           'in it carries the filters and order. Prefer: count=exact adds X-Total-Count.',
         querystring: ListQuery,
