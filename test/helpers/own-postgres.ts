@@ -73,7 +73,6 @@ export interface OwnPostgres {
   createDatabase(): Promise<string>;
   /** Appends lines to pg_hba.conf before its first line (first match wins) and reloads, if running. */
   hbaFirst(lines: string): Promise<void>;
-  log(): string;
   /** Stops it whatever its state and removes the directory. */
   remove(): Promise<void>;
 }
@@ -160,13 +159,6 @@ export async function ownPostgres(): Promise<OwnPostgres> {
       appendFileSync(hba, `${lines}\n${before}`);
       if (AS_ROOT) execFileSync('chown', ['postgres:postgres', hba]);
       await pgProgram('pg_ctl', ['-D', data, 'reload']).catch(() => {});
-    },
-    log: () => {
-      try {
-        return readFileSync(join(dir, 'server.log'), 'utf8');
-      } catch {
-        return '';
-      }
     },
     async remove() {
       await pgProgram('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']).catch(() => {});

@@ -59,7 +59,7 @@ export interface Pgbouncer {
    * restart by an orchestrator), waits `downMs`, and starts it again on the same port; resolves once
    * it accepts connections again, with when it was started (performance.now()).
    */
-  restart(downMs?: number): Promise<{ startedAt: number }>;
+  restart(downMs?: number): Promise<void>;
 }
 
 /**
@@ -115,11 +115,9 @@ export async function startPgbouncer(target: string, { poolSize = 4 } = {}): Pro
     killed.kill('SIGKILL');
     await exited;
     await new Promise((resolve) => setTimeout(resolve, downMs));
-    const startedAt = performance.now();
     child = launch();
     child.unref();
     await Promise.race([accepting(port, child, log), failedToStart(child)]);
-    return { startedAt };
   };
   return { port, stop, restart };
 }

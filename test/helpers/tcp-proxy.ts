@@ -3,7 +3,7 @@ import net from 'node:net';
 /**
  * A TCP proxy on 127.0.0.1 owned by one test, between the service and its database: it forwards
  * each connection to `target`, and the test may add latency, black-hole the traffic, heal it, or
- * reset every connection.
+ * end every connection as the database would.
  *
  * A black hole is what a silent network does: nothing is closed, nothing arrives. The bytes each
  * side sends meanwhile are kept, not lost, as TCP keeps retransmitting them: on `heal` they are
@@ -20,15 +20,11 @@ export interface TcpProxy {
   blackHole(): void;
   /** Forwards again, first what the hole held. */
   heal(): void;
-  /** Resets every open connection (both sides), as a middlebox that lost its state. */
-  resetAll(): void;
   /**
    * Ends each connection open for `olderThanMs` or longer as a database ends one it terminates
    * or restarts under it: a close (FIN) to the client, the target's side gone. Returns how many.
    */
   endAll(olderThanMs: number): number;
-  /** Connections open now. */
-  open(): number;
   close(): Promise<void>;
 }
 
@@ -145,15 +141,6 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         for (const lane of pair.lanes) lane.pump();
       }
     },
-    resetAll() {
-      for (const pair of pairs) {
-        for (const lane of pair.lanes) lane.clear();
-        pair.client.resetAndDestroy();
-        const upstream = pair.upstream();
-        if (upstream !== null && !upstream.destroyed) upstream.resetAndDestroy();
-      }
-      pairs.clear();
-    },
     endAll(olderThanMs) {
       let ended = 0;
       for (const pair of pairs) {
@@ -165,7 +152,6 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       }
       return ended;
     },
-    open: () => pairs.size,
     async close() {
       state.held = false;
       for (const pair of pairs) {

@@ -7,7 +7,9 @@ import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { watchReadiness } from '../helpers/readiness.js';
 import { FaultLoad } from '../helpers/fault-load.js';
-import { sleep } from '../helpers/load.js';
+import { metric } from '../helpers/http.js';
+import { pollUntil, sleep } from '../helpers/load.js';
+import { firstWriteAfter } from '../helpers/pg-faults.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
 
 /**
@@ -55,12 +57,6 @@ function fillUp(path: string) {
   }
 }
 
-/** Polls /readyz every 25 ms, keeping each answer and when it came. */
-function series(scrape: string, name: string): number {
-  const line = scrape.split('\n').find((l) => l.startsWith(`${name} `));
-  return line === undefined ? 0 : Number(line.split(' ')[1]);
-}
-
 for (const writer of ['thread', 'inline'] as const) {
   describe(`the embedded store's disk fills up under load (--sqlite-writer ${writer})`, () => {
     const mount = mountTmpfs('8m');
@@ -100,10 +96,10 @@ for (const writer of ['thread', 'inline'] as const) {
 
       rmSync(filler);
       times.freed = performance.now();
-      while (!load.writes.some((w) => w.at > times.freed && w.status < 300)) await sleep(5);
-      times.writable = load.writes.find((w) => w.at > times.freed && w.status < 300)!.at;
-      while (!readiness.between(times.freed, Number.POSITIVE_INFINITY).some((a) => a.status === 200)) await sleep(5);
-      times.ready = readiness.between(times.freed, Number.POSITIVE_INFINITY).find((a) => a.status === 200)!.at;
+      times.writable = await firstWriteAfter(load, times.freed);
+      const readyAgain = () => readiness.between(times.freed, Number.POSITIVE_INFINITY).find((a) => a.status === 200);
+      await pollUntil(() => readyAgain() !== undefined, 15_000, 5);
+      times.ready = readyAgain()?.at ?? Number.NaN;
       await sleep(1_000);
       await load.stop();
       await readiness.stop();
@@ -173,8 +169,7 @@ for (const writer of ['thread', 'inline'] as const) {
       'counts each refused write in plant_store_dependency_errors_total{dependency="disk"} and logs the fault once at error',
       { skip },
       async () => {
-        const scrape = await (await fetch(`${server.url}/metrics`)).text();
-        const counted = series(scrape, 'plant_store_dependency_errors_total{dependency="disk"}');
+        const counted = await metric(server.url, 'plant_store_dependency_errors_total{dependency="disk"}');
         const refused = [...load.statuses].filter(([key]) => key.endsWith(' 503')).reduce((n, [, c]) => n + c, 0);
         assert.ok(counted >= refused, `${counted} counted, ${refused} writes answered 503`);
         const lines = server.stdout().split('\n');

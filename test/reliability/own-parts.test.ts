@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { sqlite } from '../helpers/engines.js';
 import { eventKeyOf, FaultLoad, undeliveredAfter } from '../helpers/fault-load.js';
 import { Inspector } from '../helpers/inspector.js';
 import { workerPids } from '../helpers/proc.js';
 import { watchReadiness } from '../helpers/readiness.js';
-import { sleep } from '../helpers/load.js';
+import { oneShot, sleep } from '../helpers/load.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
 import { Receiver, registerEndpoint, WEBHOOK_TEST_ARGS } from '../helpers/webhooks.js';
 
@@ -28,7 +27,6 @@ const THREAD_KILLS = 3;
 /** A thread that throws this ends (an uncaught error ends a worker thread, not the process). */
 const FAULT = "setImmediate(() => { throw new Error('a fault of the thread (thrown by the test)') })";
 
-/** Polls /readyz every 20 ms, keeping each answer and when it came. */
 const logLines = (server: RunningServer, message: string) =>
   server
     .stdout()
@@ -169,18 +167,8 @@ describe('the webhook delivery thread dying is logged at error and started again
   });
 });
 
-/** The worker processes of a `--workers` primary. */
 /** GET /healthz on a connection of its own, so that the primary hands it to a live worker. */
-function getAlone(url: string): Promise<number> {
-  return new Promise((resolve, reject) =>
-    http
-      .get(`${url}/healthz`, { agent: false }, (response) => {
-        response.resume();
-        response.on('end', () => resolve(response.statusCode!));
-      })
-      .on('error', reject),
-  );
-}
+const getAlone = async (url: string) => (await oneShot(`${url}/healthz`)).status;
 
 describe('a --workers process killed by a signal is replaced within 2 s while the others keep serving', () => {
   let store: Awaited<ReturnType<typeof sqlite.fresh>>;

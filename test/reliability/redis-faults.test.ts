@@ -4,7 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { redisOutageLog } from '../../src/http/rate-limit.js';
 import { sqlite } from '../helpers/engines.js';
-import { call, listPlants } from '../helpers/http.js';
+import { listPlants, metric } from '../helpers/http.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { createToken, startServer, type RunningServer } from '../helpers/server.js';
 
@@ -107,10 +107,8 @@ async function untilLogged(servers: RunningServer[], pattern: RegExp, since: num
   return Math.round(performance.now() - since);
 }
 
-async function redisErrors(server: RunningServer): Promise<number> {
-  const { text } = await call(`${server.url}/metrics`);
-  return Number(/^plant_store_dependency_errors_total\{dependency="redis"\} (\d+)/m.exec(text)?.[1] ?? 0);
-}
+const redisErrors = (server: RunningServer) =>
+  metric(server.url, 'plant_store_dependency_errors_total{dependency="redis"}');
 
 /**
  * Two servers on one store sharing the limit through `redis`, for the enclosing describe, with the

@@ -4,6 +4,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isStorageUnavailable } from '../../src/storage/unavailable.js';
+import { freePort } from '../helpers/ports.js';
 
 /**
  * The driver hands a broken connection's socket error to the statements in flight as it is. Each
@@ -29,11 +30,7 @@ describe('a connection that breaks, however it breaks, makes the store unavailab
   after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
   it('nothing listening: ECONNREFUSED', async () => {
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-    const freePort = (closed.address() as { port: number }).port;
-    await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const error = await failureOf(connect(freePort, '127.0.0.1'));
+    const error = await failureOf(connect(await freePort(), '127.0.0.1'));
     assert.equal(error.code, 'ECONNREFUSED');
     assert.ok(isStorageUnavailable(error));
   });
