@@ -75,8 +75,15 @@ export async function openPostgres(
     onExpired: () => report.dependencyFailed('postgres'),
   });
 
-  const prepare = () => migrateOver(directUrl ?? url, timeoutMs);
+  // The feed key is read here, by the pool's first query, and not at the first request: postgres.js
+  // writes the first query of a fresh pool before the array types it reads are known, so a first
+  // query with an array parameter fails ("malformed array literal"; a token created by the CLI).
+  const prepare = async () => {
+    await migrateOver(directUrl ?? url, timeoutMs);
+    feedKey = await events.feedKey();
+  };
   const events = postgresEvents(sql);
+  let feedKey: Buffer | null = null;
   let pending: Promise<void> | null = null;
   try {
     await prepare();
@@ -102,6 +109,8 @@ export async function openPostgres(
     commitsAtOnce: COMMITS_AT_ONCE,
     ...postgresPlants(sql, feed),
     ...events,
+    // The key never changes: read once, at start (above).
+    feedKey: async () => feedKey!,
     // The feed numbers each account's events in the transaction of its changes (outbox.ts), so the
     // account's last number moves with its plants, whichever instance commits. Without the feed, none.
     ...(feed.feed && { accountVersions: (accounts: string[]) => events.feedHeads(accounts) }),
