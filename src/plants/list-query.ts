@@ -103,8 +103,9 @@ export type ListQuery = Static<typeof ListQuery>;
 
 /** The listing's filters as the query asks for them (absent: null). */
 export function filterOf(query: ListQuery): PlantFilter {
-  const entries = PLANT_FILTER_KEYS.map((key) => [key, query[FILTER_PARAMS[key].name] ?? null]);
-  return Object.fromEntries(entries) as PlantFilter;
+  const filter: Record<string, unknown> = {};
+  for (const key of PLANT_FILTER_KEYS) filter[key] = query[FILTER_PARAMS[key].name] ?? null;
+  return filter as PlantFilter;
 }
 
 /** The request header of `GET /plants` that asks for the count; declared for the document. */

@@ -2,7 +2,7 @@ import { EVENT_OF, plantEventPayload } from '../../events/plant-event.js';
 import type { ChangeOutcome, PlantChange, StoredPlant } from '../types/plants.js';
 import type { Sql } from './connection.js';
 import { feedCtes, outboxInsert } from './outbox.js';
-import { firstsInArrivalOrder, insertNew, keyOf, readTaken, sortedByKey } from './plant-creates.js';
+import { firstsInArrivalOrder, insertNew, keyOf, outcomesInOrder, readTaken, sortedByKey } from './plant-creates.js';
 
 type Create = Extract<PlantChange, { kind: 'create' }>;
 
@@ -56,8 +56,7 @@ export async function createInOneStatement(
 
   const taken = firsts.filter((c) => !created.has(keyOf(c.account, c.plant.id)));
   if (taken.length > 0) {
-    const rows = await readTaken(sql, taken);
-    for (const { account, ...plant } of rows) stored.set(keyOf(account, plant.id), plant);
+    await readTaken(sql, taken, stored);
     const gone = taken.filter((c) => !stored.has(keyOf(c.account, c.plant.id)));
     if (gone.length > 0) {
       if (tries <= 1) throw new Error('plants taken at insert were deleted before they could be read, again and again');
@@ -70,9 +69,5 @@ export async function createInOneStatement(
     }
   }
 
-  // Only the first create of a key can have created it; a repeat in the same group is a replay.
-  return creates.map((c): ChangeOutcome => {
-    const key = keyOf(c.account, c.plant.id);
-    return { status: created.delete(key) ? 'applied' : 'unchanged', plant: stored.get(key)! };
-  });
+  return outcomesInOrder(creates, created, stored);
 }

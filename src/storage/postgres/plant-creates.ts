@@ -58,12 +58,28 @@ export function insertNew(sql: Sql | Tx, firsts: Create[]) {
     RETURNING account, id`;
 }
 
-/** The stored plants under the ids the creates found taken. */
-export function readTaken(sql: Sql | Tx, taken: Create[]) {
-  return (sql as Sql)<(StoredPlant & { account: string })[]>`
+/** Reads the stored plants under the ids the creates found taken into `stored`, by keyOf. */
+export async function readTaken(sql: Sql | Tx, taken: Create[], stored: Map<string, StoredPlant>): Promise<void> {
+  const rows = await (sql as Sql)<(StoredPlant & { account: string })[]>`
     SELECT account, ${sql(STORED_PLANT_COLUMNS)} FROM plants
     WHERE (account, id) IN (SELECT * FROM unnest(${sql.array(taken.map((c) => c.account))}::text[],
                                                  ${sql.array(taken.map((c) => c.plant.id))}::int8[]))`;
+  for (const { account, ...plant } of rows) stored.set(keyOf(account, plant.id), plant);
+}
+
+/**
+ * Each create's outcome, in the order the creates came: only the first create of a key can have
+ * created it (it is in `created`); a repeat in the same batch is a replay.
+ */
+export function outcomesInOrder(
+  creates: Create[],
+  created: Set<string>,
+  stored: Map<string, StoredPlant>,
+): ChangeOutcome[] {
+  return creates.map((c): ChangeOutcome => {
+    const key = keyOf(c.account, c.plant.id);
+    return { status: created.delete(key) ? 'applied' : 'unchanged', plant: stored.get(key)! };
+  });
 }
 
 /** A batch of creates only (the common case) in two statements plus the outbox, whatever its size. */
@@ -78,9 +94,7 @@ export async function createAll(tx: Tx, creates: Create[], record: RecordEvents)
   // A separate statement, so under READ COMMITTED it sees rows that another instance
   // committed while the INSERT above waited on them.
   const taken = firsts.filter((c) => !created.has(keyOf(c.account, c.plant.id)));
-  if (taken.length > 0) {
-    for (const { account, ...plant } of await readTaken(tx, taken)) stored.set(keyOf(account, plant.id), plant);
-  }
+  if (taken.length > 0) await readTaken(tx, taken, stored);
   await record(
     tx,
     arrived
@@ -88,11 +102,7 @@ export async function createAll(tx: Tx, creates: Create[], record: RecordEvents)
       .map((c) => ({ account: c.account, type: EVENT_OF.create, eventId: c.eventId, plant: c.plant })),
   );
 
-  // Only the first create of a key can have created it; a repeat in the same batch is a replay.
-  return creates.map((c): ChangeOutcome => {
-    const key = keyOf(c.account, c.plant.id);
-    return { status: created.delete(key) ? 'applied' : 'unchanged', plant: stored.get(key)! };
-  });
+  return outcomesInOrder(creates, created, stored);
 }
 
 class Conflict extends Error {
