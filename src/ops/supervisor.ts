@@ -28,16 +28,19 @@ export async function supervise(config: Config, prepareStore: (later: StoreLater
   const log = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: true }));
   logStart(log, config);
   let listening: string | null = null;
-  let lateToken: string | null = null;
-  const announceLate = () => {
-    if (lateToken !== null && listening !== null) announceFirstToken(lateToken, listening);
+  // The first-start token, made at start or once a late database answers: announced when both it
+  // and the address are known, whichever comes last.
+  let token: string | null = null;
+  const announce = () => {
+    if (token !== null && listening !== null) announceFirstToken(token, listening);
+  };
+  const tokenMade = (made: string) => {
+    log.info({ account: 'default' }, FIRST_TOKEN_LOGGED);
+    token = made;
+    announce();
   };
   const firstToken = await prepareStore({
-    token(token) {
-      log.info({ account: 'default' }, FIRST_TOKEN_LOGGED);
-      lateToken = token;
-      announceLate();
-    },
+    token: tokenMade,
     failed(reason) {
       log.error({ reason }, 'database: refused for good; stopping');
       process.stderr.write(`plant-store: ${reason}\n`);
@@ -45,7 +48,7 @@ export async function supervise(config: Config, prepareStore: (later: StoreLater
       stop({ reason });
     },
   });
-  if (firstToken !== null) log.info({ account: 'default' }, FIRST_TOKEN_LOGGED);
+  if (firstToken !== null) tokenMade(firstToken);
   aggregateWorkerMetrics();
 
   let stopping = false;
@@ -78,8 +81,7 @@ export async function supervise(config: Config, prepareStore: (later: StoreLater
   cluster.on('listening', (worker) => served.add(worker.id));
   cluster.once('listening', (_worker, address) => {
     listening = baseUrl(address.address ?? config.host, address.port);
-    if (firstToken !== null) announceFirstToken(firstToken, listening);
-    announceLate();
+    announce();
   });
   cluster.on('exit', (worker, code, signal) => {
     running--;
