@@ -27,7 +27,7 @@ export function authorize(row: TokenRow | undefined, scope: string): { account: 
   return scopes.includes(scope) ? { account: row.account } : { status: 403 };
 }
 
-export const scopeOf = (method: string) => (method === 'POST' ? 'plants:write' : 'plants:read');
+export const scopeOf = (method: string) => (method === 'GET' ? 'plants:read' : 'plants:write');
 
 /** The rel="next" link the peers send: the cursor is the last id of the page. */
 export function nextLink(host: string | undefined, limit: number, lastId: number | bigint | string): string {

@@ -1,8 +1,8 @@
 /**
  * Peer: plain Fastify + better-sqlite3, written as Fastify's README and "Getting started" guide
  * suggest (`Fastify({ logger: true })`, JSON schemas for the body and the reply, an onRequest hook
- * for auth). Same SQL and same token check as the service, no cache, no group commit: each create
- * is its own durable transaction. DATABASE_URL=sqlite:PATH, PORT.
+ * for auth). Same SQL and same token check as the service, no cache, no group commit: each create,
+ * update (PATCH, a plain UPDATE) and DELETE is its own durable transaction. DATABASE_URL=sqlite:PATH, PORT.
  */
 import Fastify from 'fastify';
 import { authorize, bearerHash, nextLink, pageQuery, scopeOf, shown } from './common.js';
@@ -72,6 +72,50 @@ fastify.post(
     if (!created && (stored.name !== plant.name || stored.tag !== (plant.tag ?? null)))
       return reply.code(409).send({ error: 409, message: 'a different plant has this id' });
     return shown(stored);
+  },
+);
+
+const ById = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'integer' } },
+} as const;
+const notFound = { error: 404, message: 'no plant with this id' };
+
+// PATCH bodies are JSON merge patches (RFC 7396), as the service takes them.
+fastify.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, (_request, body, done) => {
+  try {
+    done(null, JSON.parse(body as string));
+  } catch (error) {
+    done(error as Error);
+  }
+});
+
+fastify.patch(
+  '/plants/:id',
+  {
+    schema: {
+      params: ById,
+      body: {
+        type: 'object',
+        properties: { name: { type: 'string', minLength: 1, maxLength: 256 }, tag: { type: 'string', maxLength: 256 } },
+      },
+      response: { 200: Plant, 404: ErrorBody },
+    },
+  },
+  async (request, reply) => {
+    const { id } = request.params as { id: number };
+    const stored = plants.update(request.account, id, request.body as { name?: string; tag?: string });
+    return stored === undefined ? reply.code(404).send(notFound) : shown(stored);
+  },
+);
+
+fastify.delete(
+  '/plants/:id',
+  { schema: { params: ById, response: { 204: { type: 'null' }, 404: ErrorBody } } },
+  async (request, reply) => {
+    const { id } = request.params as { id: number };
+    return plants.remove(request.account, id) ? reply.code(204).send() : reply.code(404).send(notFound);
   },
 );
 

@@ -1,13 +1,15 @@
 /**
  * One plant by id on SQLite: GET, PATCH (a new name each time, durable) and DELETE (each id once,
- * durable) /plants/{id}, the service beside the ceiling, one pair per method, each in its own
- * rounds. The ids come from one account of `byIdPlants` seeded plants (bench/stores.ts): GET and
- * PATCH cycle over the first BY_ID_POOL, every DELETE run takes the range after them.
+ * durable) /plants/{id}, the service beside the ceiling (and, for PATCH and DELETE, the plain
+ * Fastify peer), each method in its own rounds. The ids come from one account of `byIdPlants`
+ * seeded plants (bench/stores.ts): GET and PATCH cycle over the first BY_ID_POOL, every DELETE run
+ * takes the range after them.
  */
 import type { Workload } from '../load.js';
 import { alternate, nextIdBase, type Context, type ScenarioResult, type Settings } from '../rounds.js';
+import { restorePlainPlants } from '../peers/sqlite.js';
 import { restorePlants } from '../stores.js';
-import { contender, metricsDelta } from './contenders.js';
+import { LABELS, contender, metricsDelta } from './contenders.js';
 
 /** The ids GET and PATCH cycle over. */
 export const BY_ID_POOL = 10_000;
@@ -53,6 +55,14 @@ export async function byId(ctx: Context): Promise<ScenarioResult> {
     count: method === 'DELETE' ? range : BY_ID_POOL,
     stamp: nextIdBase(),
   });
+  /** A server that deleted gets the range back before its next run. */
+  const restoredAfterDelete = (method: (typeof METHODS)[number], name: string) => {
+    if (method !== 'DELETE') return {};
+    const url = store.databaseFor(name);
+    return name.startsWith('service')
+      ? { settle: () => restorePlants(url, 'bench-by-id', firstDeleted, range) }
+      : { settle: async () => restorePlainPlants(url, 'bench-by-id', firstDeleted, range) };
+  };
   ctx.log(`\nGET, PATCH and DELETE /plants/{id} (SQLite, durable):`);
   const servers = [];
   for (const method of METHODS) {
@@ -67,10 +77,18 @@ export async function byId(ctx: Context): Promise<ScenarioResult> {
           label: `${method}: Plant Store`,
           reference: ceiling,
           ...(method === 'GET' ? {} : { measure: commits }),
-          ...(method === 'DELETE'
-            ? { settle: () => restorePlants(store.databaseFor(service), 'bench-by-id', firstDeleted, range) }
-            : {}),
+          ...restoredAfterDelete(method, service),
         }),
+        ...(method === 'GET'
+          ? []
+          : [
+              contender(ctx, store, 'fastify', load, {
+                name: `fastify-${method.toLowerCase()}`,
+                label: `${method}: ${LABELS.fastify}`,
+                reference: ceiling,
+                ...restoredAfterDelete(method, `fastify-${method.toLowerCase()}`),
+              }),
+            ]),
       ])),
     );
   }
@@ -82,8 +100,9 @@ export async function byId(ctx: Context): Promise<ScenarioResult> {
       `used before (a real change, durable before its 200, through the same group commit as creates); each DELETE ` +
       `run deletes ids of the next ${range.toLocaleString('en-US')} once each (durable before the 204), and stops ` +
       'if it uses them all up (its rate is then over the time it ran); the service gets them back between runs. ' +
-      'Each method has its pair of servers and its own rounds; every ratio divides by the ceiling of the ' +
-      'same method and round, which finds the plant in memory and answers as the service would, storing nothing.',
+      'Each method has its servers and its own rounds; every ratio divides by the ceiling of the ' +
+      'same method and round, which finds the plant in memory and answers as the service would, storing nothing. ' +
+      'PATCH and DELETE also run on the plain Fastify peer: a plain UPDATE and DELETE, each its own durable commit.',
     servers,
   };
 }
