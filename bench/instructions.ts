@@ -18,7 +18,8 @@
  * native instructions go, function by function), each beside the map of the code V8 generated
  * (`<dump>.perf-map`); the table, and the service's instructions by part of the process and by
  * JavaScript function (instruction-steps.ts), are printed and written to
- * bench/results/instructions-<time>.md.
+ * bench/results/instructions-<time>.md; the counts also to its .json, which the next `npm run bench`
+ * shows in BENCHMARKS.md beside its timings (report-round-four.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -27,7 +28,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { COMPILER_PART, partsOf, selfInstructions, stepTables, totalOf } from './instruction-steps.js';
-import { SERVER_CPU } from './machine.js';
+import { SERVER_CPU, codeCommit } from './machine.js';
+import type { InstructionCounts } from './report-round-four.js';
 import { startServer, type ServerKind } from './servers.js';
 import { prepareSqlite } from './stores.js';
 
@@ -167,9 +169,19 @@ warm-up still going on: it shrinks as the warm-up grows.
 
 ${steps.join('\n\n')}
 `;
-  const file = join(ROOT, `bench/results/instructions-${new Date().toISOString().replace(/[:.]/g, '-')}.md`);
+  const at = new Date().toISOString();
+  const file = join(ROOT, `bench/results/instructions-${at.replace(/[:.]/g, '-')}.md`);
   writeFileSync(file, report);
-  process.stdout.write(`\n${table}\n\nwrote ${file}\n`);
+  const counts: InstructionCounts = {
+    file: file.slice(ROOT.length),
+    at,
+    commit: codeCommit(),
+    requests: REQUESTS,
+    warmup: WARMUP,
+    withoutCompiler,
+  };
+  writeFileSync(file.replace(/\.md$/, '.json'), JSON.stringify(counts, null, 2) + '\n');
+  process.stdout.write(`\n${table}\n\nwrote ${file} (and its .json, which the next \`npm run bench\` shows)\n`);
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }

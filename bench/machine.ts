@@ -55,17 +55,6 @@ export function describeMachine(generator: Generator) {
       ? (spawnSync('wrk', ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0]?.split(' Copyright')[0]?.trim() ??
         'wrk')
       : `autocannon ${(JSON.parse(readFileSync(join(ROOT, 'node_modules/autocannon/package.json'), 'utf8')) as { version: string }).version}`;
-  let commit = 'unknown';
-  try {
-    const git = (...args: string[]) =>
-      execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    commit = git('rev-parse', '--short', 'HEAD');
-    // The code under test: the service and the bench's own programs, not its outputs.
-    const code = ['src', 'bench/*.ts', 'bench/peers', 'bench/scenarios'];
-    if (git('status', '--porcelain', '--untracked-files=no', '--', ...code) !== '') commit += ' + uncommitted changes';
-  } catch {
-    // not a git checkout
-  }
   return {
     nproc: cores,
     cpuModel: model,
@@ -73,6 +62,22 @@ export function describeMachine(generator: Generator) {
     kernel: release(),
     loadGenerator: version,
     pinned: canPin,
-    commit,
+    commit: codeCommit(),
   };
+}
+
+/** The commit of the code under test, marked when the service's or the bench's code has uncommitted changes. */
+export function codeCommit(): string {
+  try {
+    const git = (...args: string[]) =>
+      execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const commit = git('rev-parse', '--short', 'HEAD');
+    // The code under test: the service and the bench's own programs, not its outputs.
+    const code = ['src', 'bench/*.ts', 'bench/peers', 'bench/scenarios'];
+    return git('status', '--porcelain', '--untracked-files=no', '--', ...code) === ''
+      ? commit
+      : `${commit} + uncommitted changes`;
+  } catch {
+    return 'unknown (not a git checkout)';
+  }
 }

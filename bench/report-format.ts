@@ -1,4 +1,5 @@
 import type { Generator } from './load.js';
+import type { InstructionCounts } from './report-round-four.js';
 import type { ScenarioResult } from './rounds.js';
 import type { ListingFigures } from './scenarios/listing.js';
 import type { Ratio } from './stats.js';
@@ -25,6 +26,8 @@ export interface Results {
   sizes: Required<Sizes>;
   scenarios: Record<string, ScenarioResult>;
   listing?: ListingFigures;
+  /** The newest `npm run bench:instructions` when the bench ran (report-round-four.ts). */
+  instructions?: InstructionCounts;
 }
 
 export const f0 = (n: number) => Math.round(n).toLocaleString('en-US');

@@ -3,6 +3,7 @@ import type { ScenarioResult } from './rounds.js';
 import { SYNC_DELAY_MS } from './scenarios/slow-disk.js';
 import type { ListingFigures } from './scenarios/listing.js';
 import { FIGURES } from './report-figures.js';
+import { roundFourSection } from './report-round-four.js';
 import { roundThreeSection } from './report-round-three.js';
 import {
   atLeast,
@@ -150,6 +151,7 @@ Express servers with the same SQL and the same token check as the service (bench
 
 ${targetTable(targets(r))}
 
+${roundFourSection(r)}
 ${roundThreeSection(r)}
 ${sections.join('\n')}
 ## Every run

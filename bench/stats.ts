@@ -20,6 +20,12 @@ export const TARGETS = {
   /** The by-id target is for an account this large; a shorter run seeds a smaller one (scenarios/by-id.ts). */
   byIdMinPlants: 500_000,
   postgresVsPeer: 2,
+  /** The fourth round (issue 33): writes against the plain Fastify peer's in the same rounds. */
+  writesVsPeer: 1.5,
+  writesP99VsPeer: 1,
+  /** Plants a second through batches of 1,000 against single creates. */
+  batchVsSingle: 10,
+  getVsCeiling: 0.75,
 };
 
 export function median(values: number[]): number {

@@ -1,0 +1,118 @@
+/**
+ * BENCHMARKS.md's table of the fourth performance round's targets (issue 33), each taken from this
+ * run's figures, with the newest instruction counts (`npm run bench:instructions`) beside them:
+ * where a target is not met, the counts say how far the service's CPU is from it, and
+ * bench/analysis.md (hand-written) says what stands in the way.
+ */
+import type { Run, ScenarioResult } from './rounds.js';
+import { atLeast, atMost, f0, f2, targetTable, type Results, type TargetRow } from './report-format.js';
+import { TARGETS, ratio, server, summarize } from './stats.js';
+
+/** What bench/instructions.ts saves beside its report, and run.ts keeps in a run's results. */
+export interface InstructionCounts {
+  file: string;
+  at: string;
+  commit: string;
+  requests: number;
+  warmup: number;
+  /** Instructions per request by server kind and load, without V8's optimising compiler. */
+  withoutCompiler: Record<string, Record<string, number>>;
+}
+
+const GET = 'GET /plants?limit=10';
+const POST = 'POST /plants';
+
+/** `a`'s throughput and p99 against `b`'s in the same rounds, or undefined when either did not run. */
+function against(s: ScenarioResult | undefined, a: string, b: string) {
+  const x = s && server(s, a);
+  const y = s && server(s, b);
+  if (!x || !y) return undefined;
+  return { rps: ratio(x, y, (run) => run.rps), p99: ratio(x, y, (run) => run.p99Ms) };
+}
+
+const plantsPerSecond = (run: Run) => (run.extra?.created ?? 0) / run.durationSec;
+
+function roundFourRows(r: Results): TargetRow[] {
+  const rows: TargetRow[] = [];
+  const t = TARGETS;
+  const writes: Array<[string, ScenarioResult | undefined, string, string]> = [
+    ['Durable POST /plants', r.scenarios.post, 'service', 'fastify'],
+    ['PATCH /plants/{id}', r.scenarios['by-id'], 'service-patch', 'fastify-patch'],
+    ['DELETE /plants/{id}', r.scenarios['by-id'], 'service-delete', 'fastify-delete'],
+  ];
+  for (const [label, scenario, service, peer] of writes) {
+    const vs = against(scenario, service, peer);
+    if (!vs) continue;
+    rows.push(atLeast(`${label}: req/s / plain Fastify peer's`, vs.rps, t.writesVsPeer, 'x'));
+    rows.push(atMost(`${label}: p99 / plain Fastify peer's`, vs.p99, t.writesP99VsPeer));
+  }
+  const finding = r.scenarios.finding;
+  const single = finding && server(finding, 'find-single');
+  const batch = finding && server(finding, 'find-batch');
+  if (single && batch)
+    rows.push(
+      atLeast(
+        "Batches of 1,000: plants/s / single creates'",
+        ratio(batch, single, plantsPerSecond),
+        t.batchVsSingle,
+        'x',
+      ),
+    );
+  const get = r.scenarios.get && server(r.scenarios.get, 'service');
+  if (get)
+    rows.push(
+      atLeast(
+        "GET /plants?limit=10: req/s / ceiling's",
+        summarize(r.scenarios.get!, get).vsCeiling!.rps,
+        t.getVsCeiling,
+      ),
+    );
+  const mixed = r.scenarios.mixed && server(r.scenarios.mixed, 'service');
+  if (mixed) {
+    const vs = summarize(r.scenarios.mixed!, mixed).vsCeiling!;
+    rows.push(atLeast("Mixed, 1,000 accounts: req/s / ceiling's", vs.rps, t.mixedVsCeiling));
+    rows.push(atMost("Mixed, 1,000 accounts: p99 / ceiling's", vs.p99, t.mixedP99VsCeiling));
+  }
+  const pg = against(r.scenarios['pg-post'], 'service', 'fastify-pg');
+  if (pg) rows.push(atLeast("PostgreSQL POST: req/s / Fastify + postgres.js's", pg.rps, t.postgresVsPeer, 'x'));
+  return rows;
+}
+
+/** The counts as a table, and the create's CPU against the peer's that target 1 asks for. */
+function instructionsPart(c: InstructionCounts): string {
+  const n = c.withoutCompiler;
+  const row = (kind: string, label: string) =>
+    `| ${label} | ${f0(n[kind]![GET]!)} | ${f2(n[kind]![GET]! / n.ceiling![GET]!)} | ${f0(n[kind]![POST]!)} | ` +
+    `${f2(n[kind]![POST]! / n.ceiling![POST]!)} | ${f2(n[kind]![POST]! / n.fastify![POST]!)} |`;
+  const createVsPeer = n.service![POST]! / n.fastify![POST]!;
+  return `Instructions per request, counted by callgrind (item 5: they do not move with the host), from
+\`${c.file}\` (\`npm run bench:instructions -- ${c.requests} ${c.warmup}\`, ${c.at.slice(0, 16).replace('T', ' ')} UTC, code
+${c.commit}), every thread of the server, without V8's optimising compiler:
+
+| server | GET /plants?limit=10 | x ceiling | POST /plants (durable) | x ceiling | x plain Fastify peer |
+|---|---:|---:|---:|---:|---:|
+${row('ceiling', 'ceiling (node:http, in memory)')}
+${row('fastify', 'Fastify + better-sqlite3, plain')}
+${row('service', 'Plant Store')}
+
+A create of the service takes **${f2(createVsPeer)}x** the instructions of the plain peer's; 1.5x the
+peer's creates a second where an fsync costs little (where CPU decides) needs at most
+${f2(1 / TARGETS.writesVsPeer)}x. Where an fsync is dear the service's group commit wins instead: the POST rows
+above measure that on this host.`;
+}
+
+/** The section, or nothing when the run had none of these scenarios and no counts. */
+export function roundFourSection(r: Results): string {
+  const rows = roundFourRows(r);
+  if (rows.length === 0 && !r.instructions) return '';
+  return `## The fourth round's targets (issue 33)
+
+Taken from the same runs as the sections below, each against the server named in the same rounds;
+where a target is not met, [bench/analysis.md](bench/analysis.md) says what stands in the way, from
+instruction counts and per-thread CPU.
+
+${rows.length > 0 ? targetTable(rows) : ''}
+
+${r.instructions ? instructionsPart(r.instructions) : 'No instruction counts: run `npm run bench:instructions` before the bench.'}
+`;
+}
