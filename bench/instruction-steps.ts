@@ -63,6 +63,36 @@ function compressedNames(): (text: string) => string {
   };
 }
 
+/**
+ * The threads of a Node process, by the function each starts in: a thread's instructions are the
+ * inclusive cost of the calls made to it (callgrind writes each call's cost after its `calls=` line).
+ */
+export const THREADS: [thread: string, entry: string][] = [
+  ['main thread (the event loop)', 'node::NodeMainInstance::Run()'],
+  ['worker threads (the service: its SQLite writer)', 'node::worker::Worker::Run()'],
+  ["V8's threads (compiler, collector)", 'node::(anonymous namespace)::PlatformWorkerThread(void*)'],
+  ["libuv's thread pool", 'worker'],
+];
+
+/** The instructions of each thread of THREADS, from a dump's calls to their entry functions. */
+export function threadsOf(dumpFile: string): Map<string, number> {
+  const named = compressedNames();
+  const threads = new Map<string, number>();
+  let callee = '';
+  let callCostNext = false;
+  for (const line of readFileSync(dumpFile, 'utf8').split('\n')) {
+    if (line.startsWith('cfn=')) callee = named(line.slice(4));
+    else if (line.startsWith('fn=')) named(line.slice(3));
+    else if (line.startsWith('calls=')) callCostNext = true;
+    else if (callCostNext) {
+      callCostNext = false;
+      const thread = THREADS.find(([, entry]) => callee === entry || callee.startsWith(`${entry} `));
+      if (thread) threads.set(thread[0], (threads.get(thread[0]) ?? 0) + Number(line.split(' ')[2] ?? 0));
+    }
+  }
+  return threads;
+}
+
 /** The instructions each function (native, or generated and named by the map) executed itself. */
 export function selfInstructions(dumpFile: string, perfMapFile: string): Map<string, number> {
   const nameOf = perfMapNames(perfMapFile);

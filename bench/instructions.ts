@@ -27,7 +27,15 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { COMPILER_PART, partsOf, selfInstructions, stepTables, totalOf } from './instruction-steps.js';
+import {
+  COMPILER_PART,
+  THREADS,
+  partsOf,
+  selfInstructions,
+  stepTables,
+  threadsOf,
+  totalOf,
+} from './instruction-steps.js';
 import { SERVER_CPU, codeCommit } from './machine.js';
 import type { InstructionCounts } from './report-round-four.js';
 import { startServer, type ServerKind } from './servers.js';
@@ -38,6 +46,11 @@ const REQUESTS = Number(process.argv[2] ?? 2_000);
 const WARMUP = Number(process.argv[3] ?? 3 * REQUESTS);
 const IN_FLIGHT = 8;
 const KINDS: ServerKind[] = ['ceiling', 'fastify', 'service'];
+/**
+ * `INSTRUCTIONS_ONLY=service:post` (or `fastify:get`...) counts that one server and load alone, for
+ * a quick comparison of two builds: its count is printed, and no report is written.
+ */
+const ONLY = process.env.INSTRUCTIONS_ONLY?.split(':') as [ServerKind, string] | undefined;
 const OUT = join(ROOT, 'bench/results/callgrind');
 
 type Load = 'GET /plants?limit=10' | 'POST /plants';
@@ -79,61 +92,23 @@ async function send(url: string, load: Load, token: string, count: number, first
   agent.destroy();
 }
 
-const scratch = mkdtempSync(join(tmpdir(), 'plant-store-instructions-'));
-mkdirSync(OUT, { recursive: true });
-const rows: Record<string, Record<Load, number>> = {};
-/** The same without V8's optimising compiler (instruction-steps.ts, COMPILER_PART). */
-const withoutCompiler: Record<string, Record<Load, number>> = {};
-const steps: string[] = [];
-try {
-  const store = await prepareSqlite(scratch, { getPlants: 1_000, listPlants: 0, mixedAccounts: 0 });
-  for (const kind of KINDS) {
-    const prefix = join(OUT, `${kind}`);
-    for (const old of readdirSync(OUT).filter((f) => f.startsWith(`${kind}.`))) rmSync(join(OUT, old));
-    const server = await startServer(kind, store, {
-      scratch,
-      cpus: SERVER_CPU,
-      wrap: [
-        'valgrind',
-        '--tool=callgrind',
-        '--smc-check=all-non-file',
-        '--dump-instr=yes',
-        `--callgrind-out-file=${prefix}.%p`,
-      ],
-      // The generated code's map, by which instruction-steps.ts names it (that file says how).
-      nodeArgs: ['--perf-basic-prof', '--no-compact-code-space'],
-      wrapIsServer: true,
-      readyWithinMs: 600_000,
-    });
-    try {
-      rows[kind] = {} as Record<Load, number>;
-      withoutCompiler[kind] = {} as Record<Load, number>;
-      for (const [i, load] of LOADS.entries()) {
-        const token = load === 'POST /plants' ? store.tokens.post : store.tokens.get;
-        const ids = 6_000_000_000_000 + i * 100_000_000;
-        await send(server.url, load, token, WARMUP, ids);
-        execFileSync('callgrind_control', ['-z', String(server.pid)], { stdio: 'ignore' });
-        await send(server.url, load, token, REQUESTS, ids + WARMUP);
-        const before = new Set(readdirSync(OUT));
-        execFileSync('callgrind_control', ['-d', String(server.pid)], { stdio: 'ignore' });
-        const dump = readdirSync(OUT).find((f) => f.startsWith(`${kind}.`) && !before.has(f));
-        if (dump === undefined) throw new Error(`callgrind wrote no dump for ${kind}`);
-        const perfMap = join(OUT, `${dump}.perf-map`);
-        copyFileSync(`/tmp/perf-${server.pid}.map`, perfMap);
-        const self = selfInstructions(join(OUT, dump), perfMap);
-        const total = totalOf(self);
-        rows[kind]![load] = total / REQUESTS;
-        withoutCompiler[kind]![load] = (total - (partsOf(self).get(COMPILER_PART) ?? 0)) / REQUESTS;
-        if (kind === 'service') steps.push(`### ${load}\n\n${stepTables(self, REQUESTS)}`);
-        process.stdout.write(
-          `${kind} ${load}: ${Math.round(rows[kind]![load]).toLocaleString('en-US')} instructions a request\n`,
-        );
-      }
-    } finally {
-      await server.stop();
-      rmSync(`/tmp/perf-${server.pid}.map`, { force: true });
-    }
-  }
+function threadTable(): string {
+  const names = THREADS.map(([thread]) => thread);
+  return [
+    `| server, load | ${names.join(' | ')} |`,
+    `| --- | ${names.map(() => '---:').join(' | ')} |`,
+    ...KINDS.flatMap((kind) =>
+      LOADS.map(
+        (load) =>
+          `| ${kind}, ${load} | ` +
+          names.map((thread) => Math.round(threads[kind]?.[load]?.[thread] ?? 0).toLocaleString('en-US')).join(' | ') +
+          ' |',
+      ),
+    ),
+  ].join('\n');
+}
+
+function writeReport() {
   const tableOf = (counts: Record<string, Record<Load, number>>) =>
     [
       '| server | ' + LOADS.map((l) => `${l} | x ceiling`).join(' | ') + ' |',
@@ -161,6 +136,10 @@ which varies from run to run):
 
 ${tableOf(withoutCompiler)}
 
+By thread (all of each thread's instructions, the compiler's included where it runs):
+
+${threadTable()}
+
 ## Where the service's instructions go
 
 Each function's own instructions (bench/instruction-steps.ts), by part of the process, then the
@@ -179,9 +158,76 @@ ${steps.join('\n\n')}
     requests: REQUESTS,
     warmup: WARMUP,
     withoutCompiler,
+    threads,
   };
   writeFileSync(file.replace(/\.md$/, '.json'), JSON.stringify(counts, null, 2) + '\n');
   process.stdout.write(`\n${table}\n\nwrote ${file} (and its .json, which the next \`npm run bench\` shows)\n`);
+}
+
+const scratch = mkdtempSync(join(tmpdir(), 'plant-store-instructions-'));
+mkdirSync(OUT, { recursive: true });
+const rows: Record<string, Record<Load, number>> = {};
+/** The same without V8's optimising compiler (instruction-steps.ts, COMPILER_PART). */
+const withoutCompiler: Record<string, Record<Load, number>> = {};
+const steps: string[] = [];
+/** Each server's instructions per request by thread (instruction-steps.ts, THREADS). */
+const threads: Record<string, Record<Load, Record<string, number>>> = {};
+try {
+  const store = await prepareSqlite(scratch, { getPlants: 1_000, listPlants: 0, mixedAccounts: 0 });
+  for (const kind of ONLY ? [ONLY[0]] : KINDS) {
+    const prefix = join(OUT, `${kind}`);
+    for (const old of readdirSync(OUT).filter((f) => f.startsWith(`${kind}.`))) rmSync(join(OUT, old));
+    const server = await startServer(kind, store, {
+      scratch,
+      cpus: SERVER_CPU,
+      wrap: [
+        'valgrind',
+        '--tool=callgrind',
+        '--smc-check=all-non-file',
+        '--dump-instr=yes',
+        `--callgrind-out-file=${prefix}.%p`,
+      ],
+      // The generated code's map, by which instruction-steps.ts names it (that file says how).
+      nodeArgs: ['--perf-basic-prof', '--no-compact-code-space'],
+      wrapIsServer: true,
+      readyWithinMs: 600_000,
+    });
+    try {
+      rows[kind] = {} as Record<Load, number>;
+      withoutCompiler[kind] = {} as Record<Load, number>;
+      for (const [i, load] of LOADS.entries()) {
+        if (ONLY && !load.toLowerCase().startsWith(ONLY[1])) continue;
+        const token = load === 'POST /plants' ? store.tokens.post : store.tokens.get;
+        const ids = 6_000_000_000_000 + i * 100_000_000;
+        await send(server.url, load, token, WARMUP, ids);
+        execFileSync('callgrind_control', ['-z', String(server.pid)], { stdio: 'ignore' });
+        await send(server.url, load, token, REQUESTS, ids + WARMUP);
+        const before = new Set(readdirSync(OUT));
+        execFileSync('callgrind_control', ['-d', String(server.pid)], { stdio: 'ignore' });
+        const dump = readdirSync(OUT).find((f) => f.startsWith(`${kind}.`) && !before.has(f));
+        if (dump === undefined) throw new Error(`callgrind wrote no dump for ${kind}`);
+        const perfMap = join(OUT, `${dump}.perf-map`);
+        copyFileSync(`/tmp/perf-${server.pid}.map`, perfMap);
+        const self = selfInstructions(join(OUT, dump), perfMap);
+        const total = totalOf(self);
+        rows[kind]![load] = total / REQUESTS;
+        withoutCompiler[kind]![load] = (total - (partsOf(self).get(COMPILER_PART) ?? 0)) / REQUESTS;
+        threads[kind] ??= {} as Record<Load, Record<string, number>>;
+        threads[kind]![load] = Object.fromEntries(
+          [...threadsOf(join(OUT, dump))].map(([thread, count]) => [thread, count / REQUESTS]),
+        );
+        if (kind === 'service') steps.push(`### ${load}\n\n${stepTables(self, REQUESTS)}`);
+        process.stdout.write(
+          `${kind} ${load}: ${Math.round(rows[kind]![load]).toLocaleString('en-US')} instructions a request, ` +
+            `${Math.round(withoutCompiler[kind]![load]).toLocaleString('en-US')} without the compiler\n`,
+        );
+      }
+    } finally {
+      await server.stop();
+      rmSync(`/tmp/perf-${server.pid}.map`, { force: true });
+    }
+  }
+  if (!ONLY) writeReport();
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }

@@ -17,6 +17,8 @@ export interface InstructionCounts {
   warmup: number;
   /** Instructions per request by server kind and load, without V8's optimising compiler. */
   withoutCompiler: Record<string, Record<string, number>>;
+  /** Instructions per request by server kind, load and thread (instruction-steps.ts, THREADS). */
+  threads?: Record<string, Record<string, Record<string, number>>>;
 }
 
 const GET = 'GET /plants?limit=10';
@@ -98,7 +100,25 @@ ${row('service', 'Plant Store')}
 A create of the service takes **${f2(createVsPeer)}x** the instructions of the plain peer's; 1.5x the
 peer's creates a second where an fsync costs little (where CPU decides) needs at most
 ${f2(1 / TARGETS.writesVsPeer)}x. Where an fsync is dear the service's group commit wins instead: the POST rows
-above measure that on this host.`;
+above measure that on this host.${c.threads ? `\n\n${threadsPart(c.threads, n.fastify![POST]!)}` : ''}`;
+}
+
+/** A create's instructions by thread, the service's and the peer's, and what the main thread alone takes. */
+function threadsPart(threads: NonNullable<InstructionCounts['threads']>, peerCreate: number): string {
+  const names = [...new Set(['service', 'fastify'].flatMap((kind) => Object.keys(threads[kind]?.[POST] ?? {})))];
+  const of = (kind: string, thread: string) => threads[kind]?.[POST]?.[thread] ?? 0;
+  const main = names.find((thread) => thread.startsWith('main')) ?? '';
+  const serviceMain = of('service', main);
+  return `A durable create by thread (each thread's instructions, V8's compiler included where it runs):
+
+| server | ${names.join(' | ')} |
+|---|${names.map(() => '---:').join('|')}|
+${['fastify', 'service'].map((kind) => `| ${kind === 'service' ? 'Plant Store' : 'Fastify + better-sqlite3, plain'} | ${names.map((thread) => f0(of(kind, thread))).join(' | ')} |`).join('\n')}
+
+The service's main thread alone (HTTP, Fastify's lifecycle and the service's hooks, validation,
+the hand-off to the writer thread and the answer) takes ${f0(serviceMain)} instructions a create:
+**${f2(serviceMain / peerCreate)}x** the plain peer's whole create without the compiler, its SQLite statements
+and commit included.`;
 }
 
 /** The section, or nothing when the run had none of these scenarios and no counts. */
