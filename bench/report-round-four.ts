@@ -4,6 +4,7 @@
  * where a target is not met, the counts say how far the service's CPU is from it, and
  * bench/analysis.md (hand-written) says what stands in the way.
  */
+import { THREADS } from './instruction-steps.js';
 import type { Run, ScenarioResult } from './rounds.js';
 import { atLeast, atMost, f0, f2, targetTable, type Results, type TargetRow } from './report-format.js';
 import { TARGETS, ratio, server, summarize } from './stats.js';
@@ -105,11 +106,13 @@ above measure that on this host.${c.threads ? `\n\n${threadsPart(c.threads, n.fa
 
 /** A create's instructions by thread, the service's and the peer's, and what the main thread alone takes. */
 function threadsPart(threads: NonNullable<InstructionCounts['threads']>, peerCreate: number): string {
-  const names = [...new Set(['service', 'fastify'].flatMap((kind) => Object.keys(threads[kind]?.[POST] ?? {})))];
+  const counted = new Set(['service', 'fastify'].flatMap((kind) => Object.keys(threads[kind]?.[POST] ?? {})));
+  const names = THREADS.map(([thread]) => thread).filter((thread) => counted.has(thread));
   const of = (kind: string, thread: string) => threads[kind]?.[POST]?.[thread] ?? 0;
-  const main = names.find((thread) => thread.startsWith('main')) ?? '';
+  const [main, writer] = [THREADS[0]![0], THREADS[1]![0]];
   const serviceMain = of('service', main);
-  return `A durable create by thread (each thread's instructions, V8's compiler included where it runs):
+  const peerMain = of('fastify', main);
+  return `A durable create by thread (each thread's instructions, V8's compiler and collector included where they run):
 
 | server | ${names.join(' | ')} |
 |---|${names.map(() => '---:').join('|')}|
@@ -118,7 +121,10 @@ ${['fastify', 'service'].map((kind) => `| ${kind === 'service' ? 'Plant Store' :
 The service's main thread alone (HTTP, Fastify's lifecycle and the service's hooks, validation,
 the hand-off to the writer thread and the answer) takes ${f0(serviceMain)} instructions a create:
 **${f2(serviceMain / peerCreate)}x** the plain peer's whole create without the compiler, its SQLite statements
-and commit included.`;
+and commit included. With its writer thread (one transaction: the plant, its search key and trigram
+entry, its event, the clock, the commit) it takes **${f2((serviceMain + of('service', writer)) / peerMain)}x**
+the peer's main thread, where all of the peer's create runs. V8's own threads (the compiler still
+at work after the warm-up, the collector) move from run to run.`;
 }
 
 /** The section, or nothing when the run had none of these scenarios and no counts. */
