@@ -169,7 +169,16 @@ async function main() {
     const scenarios: Record<string, ScenarioResult> = {};
     let listingFigures: ListingFigures | undefined;
     for (const name of chosen) {
-      const result = await SCENARIOS[name]!(ctx);
+      let result: ScenarioResult;
+      try {
+        result = await SCENARIOS[name]!(ctx);
+      } catch (error) {
+        // One scenario's failure (a program missing, a server that would not start) costs its
+        // figures only, not the whole run's.
+        const reason = (error as Error).message.split('\n')[0]!;
+        log(`\n${name}: skipped, ${reason}`);
+        result = { title: name, about: '', servers: [], skipped: `it failed: ${reason}` };
+      }
       if ('listing' in result) listingFigures = result.listing as ListingFigures;
       scenarios[name] = result;
     }

@@ -4,6 +4,7 @@
  * with its own pool, share the port; PgBouncer holds fewer server connections than they have
  * client connections, as it does in production.
  */
+import { PGBOUNCER } from '../../test/helpers/binaries.js';
 import { startPgbouncer } from '../../test/helpers/pgbouncer.js';
 import type { Workload } from '../load.js';
 import { ALL_CPUS } from '../machine.js';
@@ -30,6 +31,7 @@ async function pooled(ctx: Context, what: 'GET' | 'POST'): Promise<ScenarioResul
     what === 'GET'
       ? { kind: 'get', path: '/plants?limit=10', token: store.tokens.get }
       : { kind: 'post', token: store.tokens.post, idBase: nextIdBase() };
+  if (PGBOUNCER.missing) return { title, about: '', servers: [], skipped: PGBOUNCER.missing };
   const direct = store.databaseFor('pgbouncer');
   const bouncer = await startPgbouncer(direct, { poolSize: POOLER_CONNECTIONS });
   ctx.log(`\n${title}:`);
