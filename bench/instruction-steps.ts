@@ -74,31 +74,20 @@ export const THREADS: [thread: string, entry: string][] = [
   ["libuv's thread pool", 'worker'],
 ];
 
-/** The instructions of each thread of THREADS, from a dump's calls to their entry functions. */
-export function threadsOf(dumpFile: string): Map<string, number> {
-  const named = compressedNames();
-  const threads = new Map<string, number>();
-  let callee = '';
-  let callCostNext = false;
-  for (const line of readFileSync(dumpFile, 'utf8').split('\n')) {
-    if (line.startsWith('cfn=')) callee = named(line.slice(4));
-    else if (line.startsWith('fn=')) named(line.slice(3));
-    else if (line.startsWith('calls=')) callCostNext = true;
-    else if (callCostNext) {
-      callCostNext = false;
-      const thread = THREADS.find(([, entry]) => callee === entry || callee.startsWith(`${entry} `));
-      if (thread) threads.set(thread[0], (threads.get(thread[0]) ?? 0) + Number(line.split(' ')[2] ?? 0));
-    }
-  }
-  return threads;
-}
-
-/** The instructions each function (native, or generated and named by the map) executed itself. */
-export function selfInstructions(dumpFile: string, perfMapFile: string): Map<string, number> {
+/**
+ * One reading of a dump: the instructions each function (native, or generated and named by the
+ * map) executed itself, and each thread's of THREADS (the calls to its entry function).
+ */
+export function readDump(
+  dumpFile: string,
+  perfMapFile: string,
+): { self: Map<string, number>; threads: Map<string, number> } {
   const nameOf = perfMapNames(perfMapFile);
   const named = compressedNames();
   const objectNamed = compressedNames();
   const self = new Map<string, number>();
+  const threads = new Map<string, number>();
+  let callee = '';
   let object = '';
   let fn = '';
   let address = 0;
@@ -113,18 +102,20 @@ export function selfInstructions(dumpFile: string, perfMapFile: string): Map<str
       // The line after `calls=` is the callee's inclusive cost, counted at the callee.
       if (callCostNext) {
         callCostNext = false;
+        const thread = THREADS.find(([, entry]) => callee === entry || callee.startsWith(`${entry} `));
+        if (thread) threads.set(thread[0], (threads.get(thread[0]) ?? 0) + Number(cost ?? 0));
         continue;
       }
       const generated = object.includes('???') || fn.startsWith('0x') ? nameOf(address) : undefined;
       const name = generated ?? `${fn} [${object.slice(object.lastIndexOf('/') + 1)}]`;
       self.set(name, (self.get(name) ?? 0) + Number(cost ?? 0));
     } else if (line.startsWith('fn=')) fn = named(line.slice(3));
-    else if (line.startsWith('cfn=')) named(line.slice(4));
+    else if (line.startsWith('cfn=')) callee = named(line.slice(4));
     else if (line.startsWith('ob=')) object = objectNamed(line.slice(3));
     else if (line.startsWith('cob=')) objectNamed(line.slice(4));
     else if (line.startsWith('calls=')) callCostNext = true;
   }
-  return self;
+  return { self, threads };
 }
 
 /**

@@ -27,15 +27,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  COMPILER_PART,
-  THREADS,
-  partsOf,
-  selfInstructions,
-  stepTables,
-  threadsOf,
-  totalOf,
-} from './instruction-steps.js';
+import { COMPILER_PART, THREADS, partsOf, readDump, stepTables, totalOf } from './instruction-steps.js';
 import { SERVER_CPU, codeCommit } from './machine.js';
 import type { InstructionCounts } from './report-round-four.js';
 import { startServer, type ServerKind } from './servers.js';
@@ -208,14 +200,12 @@ try {
         if (dump === undefined) throw new Error(`callgrind wrote no dump for ${kind}`);
         const perfMap = join(OUT, `${dump}.perf-map`);
         copyFileSync(`/tmp/perf-${server.pid}.map`, perfMap);
-        const self = selfInstructions(join(OUT, dump), perfMap);
+        const { self, threads: byThread } = readDump(join(OUT, dump), perfMap);
         const total = totalOf(self);
         rows[kind]![load] = total / REQUESTS;
         withoutCompiler[kind]![load] = (total - (partsOf(self).get(COMPILER_PART) ?? 0)) / REQUESTS;
         threads[kind] ??= {} as Record<Load, Record<string, number>>;
-        threads[kind]![load] = Object.fromEntries(
-          [...threadsOf(join(OUT, dump))].map(([thread, count]) => [thread, count / REQUESTS]),
-        );
+        threads[kind]![load] = Object.fromEntries([...byThread].map(([thread, count]) => [thread, count / REQUESTS]));
         if (kind === 'service') steps.push(`### ${load}\n\n${stepTables(self, REQUESTS)}`);
         process.stdout.write(
           `${kind} ${load}: ${Math.round(rows[kind]![load]).toLocaleString('en-US')} instructions a request, ` +

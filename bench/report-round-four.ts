@@ -6,6 +6,7 @@
  */
 import { THREADS } from './instruction-steps.js';
 import type { Run, ScenarioResult } from './rounds.js';
+import { LABELS } from './scenarios/contenders.js';
 import { atLeast, atMost, f0, f2, targetTable, type Results, type TargetRow } from './report-format.js';
 import { TARGETS, ratio, server, summarize } from './stats.js';
 
@@ -94,9 +95,7 @@ ${c.commit}), every thread of the server, without V8's optimising compiler:
 
 | server | GET /plants?limit=10 | x ceiling | POST /plants (durable) | x ceiling | x plain Fastify peer |
 |---|---:|---:|---:|---:|---:|
-${row('ceiling', 'ceiling (node:http, in memory)')}
-${row('fastify', 'Fastify + better-sqlite3, plain')}
-${row('service', 'Plant Store')}
+${(['ceiling', 'fastify', 'service'] as const).map((kind) => row(kind, LABELS[kind])).join('\n')}
 
 A create of the service takes **${f2(createVsPeer)}x** the instructions of the plain peer's; 1.5x the
 peer's creates a second where an fsync costs little (where CPU decides) needs at most
@@ -116,7 +115,7 @@ function threadsPart(threads: NonNullable<InstructionCounts['threads']>, peerCre
 
 | server | ${names.join(' | ')} |
 |---|${names.map(() => '---:').join('|')}|
-${['fastify', 'service'].map((kind) => `| ${kind === 'service' ? 'Plant Store' : 'Fastify + better-sqlite3, plain'} | ${names.map((thread) => f0(of(kind, thread))).join(' | ')} |`).join('\n')}
+${['fastify', 'service'].map((kind) => `| ${LABELS[kind as 'service' | 'fastify']} | ${names.map((thread) => f0(of(kind, thread))).join(' | ')} |`).join('\n')}
 
 The service's main thread alone (HTTP, Fastify's lifecycle and the service's hooks, validation,
 the hand-off to the writer thread and the answer) takes ${f0(serviceMain)} instructions a create:

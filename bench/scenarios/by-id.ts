@@ -56,10 +56,10 @@ export async function byId(ctx: Context): Promise<ScenarioResult> {
     stamp: nextIdBase(),
   });
   /** A server that deleted gets the range back before its next run. */
-  const restoredAfterDelete = (method: (typeof METHODS)[number], name: string) => {
+  const restoredAfterDelete = (method: (typeof METHODS)[number], kind: 'service' | 'fastify', name: string) => {
     if (method !== 'DELETE') return {};
     const url = store.databaseFor(name);
-    return name.startsWith('service')
+    return kind === 'service'
       ? { settle: () => restorePlants(url, 'bench-by-id', firstDeleted, range) }
       : { settle: async () => restorePlainPlants(url, 'bench-by-id', firstDeleted, range) };
   };
@@ -77,7 +77,7 @@ export async function byId(ctx: Context): Promise<ScenarioResult> {
           label: `${method}: Plant Store`,
           reference: ceiling,
           ...(method === 'GET' ? {} : { measure: commits }),
-          ...restoredAfterDelete(method, service),
+          ...restoredAfterDelete(method, 'service', service),
         }),
         ...(method === 'GET'
           ? []
@@ -86,7 +86,7 @@ export async function byId(ctx: Context): Promise<ScenarioResult> {
                 name: `fastify-${method.toLowerCase()}`,
                 label: `${method}: ${LABELS.fastify}`,
                 reference: ceiling,
-                ...restoredAfterDelete(method, `fastify-${method.toLowerCase()}`),
+                ...restoredAfterDelete(method, 'fastify', `fastify-${method.toLowerCase()}`),
               }),
             ]),
       ])),
