@@ -22,14 +22,14 @@
  * shows in BENCHMARKS.md beside its timings (report-round-four.ts).
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { COMPILER_PART, THREADS, partsOf, readDump, stepTables, totalOf } from './instruction-steps.js';
-import { SERVER_CPU, codeCommit } from './machine.js';
-import type { InstructionCounts } from './report-round-four.js';
+import { COMPILER_PART, partsOf, readDump, stepTables, totalOf } from './instruction-steps.js';
+import { writeInstructionsReport } from './instructions-report.js';
+import { SERVER_CPU } from './machine.js';
 import { startServer, type ServerKind } from './servers.js';
 import { prepareSqlite } from './stores.js';
 
@@ -82,78 +82,6 @@ async function send(url: string, load: Load, token: string, count: number, first
     }),
   );
   agent.destroy();
-}
-
-function threadTable(): string {
-  const names = THREADS.map(([thread]) => thread);
-  return [
-    `| server, load | ${names.join(' | ')} |`,
-    `| --- | ${names.map(() => '---:').join(' | ')} |`,
-    ...KINDS.flatMap((kind) =>
-      LOADS.map(
-        (load) =>
-          `| ${kind}, ${load} | ` +
-          names.map((thread) => Math.round(threads[kind]?.[load]?.[thread] ?? 0).toLocaleString('en-US')).join(' | ') +
-          ' |',
-      ),
-    ),
-  ].join('\n');
-}
-
-function writeReport() {
-  const tableOf = (counts: Record<string, Record<Load, number>>) =>
-    [
-      '| server | ' + LOADS.map((l) => `${l} | x ceiling`).join(' | ') + ' |',
-      '| --- | ' + LOADS.map(() => '---: | ---:').join(' | ') + ' |',
-      ...KINDS.map(
-        (kind) =>
-          `| ${kind} | ` +
-          LOADS.map(
-            (l) =>
-              `${Math.round(counts[kind]![l]).toLocaleString('en-US')} | ${(counts[kind]![l] / counts.ceiling![l]).toFixed(2)}`,
-          ).join(' | ') +
-          ' |',
-      ),
-    ].join('\n');
-  const table = tableOf(rows);
-  const report = `# Instructions per request (callgrind)
-
-\`npm run bench:instructions -- ${REQUESTS} ${WARMUP}\`, ${new Date().toISOString().slice(0, 16)} UTC: ${REQUESTS} requests of each
-load after ${WARMUP} to warm up, ${IN_FLIGHT} in flight, every thread of the server counted.
-
-${table}
-
-The same without the instructions of V8's optimising compiler (the warm-up's work still going on,
-which varies from run to run):
-
-${tableOf(withoutCompiler)}
-
-By thread (all of each thread's instructions, the compiler's included where it runs):
-
-${threadTable()}
-
-## Where the service's instructions go
-
-Each function's own instructions (bench/instruction-steps.ts), by part of the process, then the
-JavaScript functions that execute the most themselves. V8's optimising compiler is work of the
-warm-up still going on: it shrinks as the warm-up grows.
-
-${steps.join('\n\n')}
-`;
-  const at = new Date().toISOString();
-  const file = join(ROOT, `bench/results/instructions-${at.replace(/[:.]/g, '-')}.md`);
-  writeFileSync(file, report);
-  const counts: InstructionCounts = {
-    file: file.slice(ROOT.length),
-    at,
-    commit: codeCommit(),
-    requests: REQUESTS,
-    warmup: WARMUP,
-    withoutCompiler,
-    threads,
-  };
-  writeFileSync(file.replace(/\.md$/, '.json'), JSON.stringify(counts, null, 2) + '\n');
-  process.stdout.write(`\n${table}\n\nwrote ${file} (and its .json, which the next \`npm run bench\` shows)\n`);
 }
 
 const scratch = mkdtempSync(join(tmpdir(), 'plant-store-instructions-'));
@@ -217,7 +145,18 @@ try {
       rmSync(`/tmp/perf-${server.pid}.map`, { force: true });
     }
   }
-  if (!ONLY) writeReport();
+  if (!ONLY)
+    writeInstructionsReport({
+      requests: REQUESTS,
+      warmup: WARMUP,
+      inFlight: IN_FLIGHT,
+      kinds: KINDS,
+      loads: LOADS,
+      rows,
+      withoutCompiler,
+      threads,
+      steps,
+    });
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }

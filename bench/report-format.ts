@@ -1,12 +1,23 @@
 import type { Generator } from './load.js';
-import type { InstructionCounts } from './report-round-four.js';
 import type { ScenarioResult } from './rounds.js';
 import type { ListingFigures } from './scenarios/listing.js';
 import type { Ratio } from './stats.js';
 import type { Sizes } from './stores.js';
 
-/** One run's results as BENCHMARKS.md reads them, and how its figures are written. */
+/** What bench/instructions.ts saves beside its report, and run.ts keeps in a run's results. */
+export interface InstructionCounts {
+  file: string;
+  at: string;
+  commit: string;
+  requests: number;
+  warmup: number;
+  /** Instructions per request by server kind and load, without V8's optimising compiler. */
+  withoutCompiler: Record<string, Record<string, number>>;
+  /** Instructions per request by server kind, load and thread (instruction-steps.ts, THREADS). */
+  threads?: Record<string, Record<string, Record<string, number>>>;
+}
 
+/** One run's results as BENCHMARKS.md reads them, and how its figures are written. */
 export interface Results {
   startedAt: string;
   durationSec: number;

@@ -7,21 +7,17 @@
 import { THREADS } from './instruction-steps.js';
 import type { Run, ScenarioResult } from './rounds.js';
 import { LABELS } from './scenarios/contenders.js';
-import { atLeast, atMost, f0, f2, targetTable, type Results, type TargetRow } from './report-format.js';
+import {
+  atLeast,
+  atMost,
+  f0,
+  f2,
+  targetTable,
+  type InstructionCounts,
+  type Results,
+  type TargetRow,
+} from './report-format.js';
 import { TARGETS, ratio, server, summarize } from './stats.js';
-
-/** What bench/instructions.ts saves beside its report, and run.ts keeps in a run's results. */
-export interface InstructionCounts {
-  file: string;
-  at: string;
-  commit: string;
-  requests: number;
-  warmup: number;
-  /** Instructions per request by server kind and load, without V8's optimising compiler. */
-  withoutCompiler: Record<string, Record<string, number>>;
-  /** Instructions per request by server kind, load and thread (instruction-steps.ts, THREADS). */
-  threads?: Record<string, Record<string, Record<string, number>>>;
-}
 
 const GET = 'GET /plants?limit=10';
 const POST = 'POST /plants';

@@ -28,7 +28,7 @@ import { renderChart } from './chart.js';
 import { chooseGenerator } from './load.js';
 import { LOAD_CPU, SERVER_CPU, canPin, describeMachine, fsyncLatency, loadAverage, pinSelf } from './machine.js';
 import type { Results } from './report-format.js';
-import type { InstructionCounts } from './report-round-four.js';
+import type { InstructionCounts } from './report-format.js';
 import { renderMarkdown } from './report.js';
 import { WARMUP_SEC, type Context, type ScenarioResult } from './rounds.js';
 import { authFlood } from './scenarios/auth-flood.js';
