@@ -1,5 +1,5 @@
 /** The report of `npm run bench:instructions` (instructions.ts): its tables, and its counts as JSON. */
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { THREADS } from './instruction-steps.js';
@@ -96,4 +96,14 @@ ${steps.join('\n\n')}
   };
   writeFileSync(file.replace(/\.md$/, '.json'), JSON.stringify(counts, null, 2) + '\n');
   process.stdout.write(`\n${table}\n\nwrote ${file} (and its .json, which the next \`npm run bench\` shows)\n`);
+}
+
+/** The newest `npm run bench:instructions` results, kept in this run's so that `--render` shows the same. */
+export function newestInstructionCounts(): { instructions?: InstructionCounts } {
+  const dir = join(ROOT, 'bench/results');
+  const newest = readdirSync(dir)
+    .filter((f) => /^instructions-.*\.json$/.test(f))
+    .sort()
+    .at(-1);
+  return newest === undefined ? {} : { instructions: JSON.parse(readFileSync(join(dir, newest), 'utf8')) };
 }

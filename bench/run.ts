@@ -19,16 +19,16 @@
  * A scenario is a function (Context) => ScenarioResult; to add one, write it in bench/scenarios/
  * and list it in SCENARIOS. report.ts renders any scenario's servers and ratios.
  */
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { renderChart } from './chart.js';
+import { newestInstructionCounts } from './instructions-report.js';
 import { chooseGenerator } from './load.js';
 import { LOAD_CPU, SERVER_CPU, canPin, describeMachine, fsyncLatency, loadAverage, pinSelf } from './machine.js';
 import type { Results } from './report-format.js';
-import type { InstructionCounts } from './report-format.js';
 import { renderMarkdown } from './report.js';
 import { WARMUP_SEC, type Context, type ScenarioResult } from './rounds.js';
 import { authFlood } from './scenarios/auth-flood.js';
@@ -98,16 +98,6 @@ function writeReport(results: Results, file: string) {
   const relative = file.startsWith(ROOT) ? file.slice(ROOT.length) : file;
   writeFileSync(join(ROOT, 'bench/results/chart.svg'), renderChart(results));
   writeFileSync(join(ROOT, 'BENCHMARKS.md'), renderMarkdown(results, relative));
-}
-
-/** The newest `npm run bench:instructions` results, kept in this run's so that `--render` shows the same. */
-function newestInstructionCounts(): { instructions?: InstructionCounts } {
-  const dir = join(ROOT, 'bench/results');
-  const newest = readdirSync(dir)
-    .filter((f) => /^instructions-.*\.json$/.test(f))
-    .sort()
-    .at(-1);
-  return newest === undefined ? {} : { instructions: JSON.parse(readFileSync(join(dir, newest), 'utf8')) };
 }
 
 async function main() {
