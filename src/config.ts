@@ -67,8 +67,8 @@ export const serverSettings = {
     flag: '--database-timeout <duration>',
     env: 'DATABASE_TIMEOUT',
     help:
-      'PostgreSQL: longest wait for a connection, a query or a commit; a request that waits longer is ' +
-      'answered 503 with Retry-After (docs/operating.md, "When a dependency fails")',
+      "PostgreSQL: longest wait for a connection, a query or a commit, and for a request's waits together; a " +
+      'request that waits longer is answered 503 with Retry-After (docs/operating.md, "When a dependency fails")',
     defaultText: '5s',
     parse: durationWithin(1_000, 300_000, '1s to 5m'),
   },

@@ -1,7 +1,9 @@
 import { performance } from 'node:perf_hooks';
+import { answerWithin } from '../deadline.js';
 import { tokenLookups } from '../ops/metrics.js';
 import type { Storage } from '../storage/types.js';
 import type { TokenRecord } from '../storage/types/tokens.js';
+import { databaseTimedOut } from '../storage/unavailable.js';
 import { invalidToken } from './errors.js';
 import { hashSecret } from './api-tokens.js';
 import type { Verifier } from './bearer.js';
@@ -120,7 +122,7 @@ export function apiTokenVerifier(storage: Storage): Verifier {
     });
   }
 
-  return (secret, mayLookUp) => {
+  const verify: Verifier = (secret, mayLookUp) => {
     const now = performance.now();
     const hash = hashSecret(secret);
     const hit = known.get(hash);
@@ -141,5 +143,13 @@ export function apiTokenVerifier(storage: Storage): Verifier {
       return check(hit);
     };
     return current instanceof Promise ? current.then(settle) : settle(current);
+  };
+  const { timeoutMs } = storage;
+  if (timeoutMs === undefined) return verify;
+  // A stale entry's answer can take two calls one after the other (the tokens' version, then the
+  // token): together they wait no longer than one may (http/store-deadline.ts).
+  return (secret, mayLookUp) => {
+    const caller = verify(secret, mayLookUp);
+    return caller instanceof Promise ? answerWithin(caller, timeoutMs, () => databaseTimedOut(timeoutMs)) : caller;
   };
 }

@@ -12,6 +12,8 @@ declare module 'fastify' {
     caller: Caller | null;
     /** The caller's account: set before anything else of a route that declares a `scope` runs. */
     account: string;
+    /** How long authenticating the request waited on a lookup, in ms: 0 when it was answered from memory. */
+    authWaitedMs: number;
   }
   interface FastifyContextConfig {
     /** The scope the route needs: its requests are authenticated and authorized first (one onRequest hook). */
@@ -69,6 +71,7 @@ async function bearerPlugin(app: FastifyInstance, options: BearerOptions) {
 
   app.decorateRequest('caller', null);
   app.decorateRequest('account', '');
+  app.decorateRequest('authWaitedMs', 0);
   app.decorate('recheckCaller', (request: FastifyRequest) => authenticate(request, options, () => true));
   // Callback-style: most requests carry a token checked in the last moment, answered without a promise.
   const requireScope =
@@ -87,8 +90,13 @@ async function bearerPlugin(app: FastifyInstance, options: BearerOptions) {
       } catch (error) {
         return refuse(error);
       }
-      if (caller instanceof Promise) caller.then(authorize, refuse);
-      else authorize(caller);
+      if (caller instanceof Promise) {
+        const since = performance.now();
+        caller.then((known) => {
+          request.authWaitedMs = performance.now() - since;
+          authorize(known);
+        }, refuse);
+      } else authorize(caller);
     };
   // A route that declares a scope gets the check as its first onRequest hook (after the app's).
   app.addHook('onRoute', (route) => {

@@ -21,6 +21,11 @@ export interface Storage extends PlantStorage, TokenStorage, WebhookStorage, Fee
    * it answers and its schema is up to date, rejects on an error no retry can mend. Null once ready.
    */
   untilReady?(): Promise<void> | null;
+  /**
+   * The longest a request waits on this store, all its calls together (PostgreSQL's
+   * `--database-timeout`; http/store-deadline.ts): absent, the store has no such bound (SQLite).
+   */
+  readonly timeoutMs?: number;
   /** Seconds since the database last answered, 0 while it answers (PostgreSQL). */
   unreachableSeconds?(): number;
   /**

@@ -60,6 +60,11 @@ export class DatabaseUnavailable extends Error {
   readonly code = 'DATABASE_UNAVAILABLE';
 }
 
+/** The 503 of a wait on the database that reached `--database-timeout`: one call's, or one request's in all. */
+export function databaseTimedOut(timeoutMs: number): DatabaseUnavailable {
+  return new DatabaseUnavailable(`the database did not answer within ${timeoutMs / 1000} s; retry shortly`);
+}
+
 /**
  * Whether a failed write transaction may have committed all the same: the database was cut off
  * or did not answer after its COMMIT may have been sent. SQLite's refusals (busy, a full disk)

@@ -1,6 +1,6 @@
 import { answerWithin } from '../../deadline.js';
 import type { Storage, StoreReport } from '../types.js';
-import { DatabaseUnavailable, isStorageUnavailable } from '../unavailable.js';
+import { DatabaseUnavailable, databaseTimedOut, isStorageUnavailable } from '../unavailable.js';
 
 /**
  * What the store knows of the database's reachability: since when it has not answered (null while
@@ -61,8 +61,6 @@ export function bounded(
   { timeoutMs, ready, reachability }: { timeoutMs: number; ready: () => boolean; reachability: Reachability },
 ): Storage {
   const notYet = () => new DatabaseUnavailable('the database has not answered since the server started; retry shortly');
-  const timedOut = () =>
-    new DatabaseUnavailable(`the database did not answer within ${timeoutMs / 1000} s; retry shortly`);
 
   function within<T>(call: () => Promise<T>): Promise<T> {
     if (!ready()) return Promise.reject(notYet());
@@ -73,7 +71,7 @@ export function bounded(
       (error: unknown) => (isStorageUnavailable(error) ? reachability.failed(error) : reachability.answered()),
     );
     return answerWithin(answer, timeoutMs, () => {
-      const error = timedOut();
+      const error = databaseTimedOut(timeoutMs);
       reachability.failed(error);
       return error;
     });
@@ -90,6 +88,7 @@ export function bounded(
   return {
     ...store,
     ...calls,
+    timeoutMs,
     async *streamPlants(account, listing) {
       const pages = store.streamPlants(account, listing)[Symbol.asyncIterator]();
       try {
