@@ -35,7 +35,8 @@ function tokenJson(record: TokenRecord) {
 }
 
 async function withStorage<T>(databaseUrl: string, work: (storage: Storage) => Promise<T>): Promise<T> {
-  const storage = await openStorage(databaseUrl);
+  // One write at most: a thread of its own would take longer to start than the write takes.
+  const storage = await openStorage(databaseUrl, { sqliteWriter: 'inline' });
   try {
     return await work(storage);
   } finally {
