@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { FIRST_TOKEN_LOGGED } from '../../src/ops/first-token.js';
 
@@ -98,6 +98,21 @@ export function runCli(args: string[], env: Record<string, string> = {}): CliRes
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
+/** As `runCli`, without holding the test's event loop meanwhile: for tests that run at once, or serve a receiver. */
+export function runCliAsync(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 },
+      (error, stdout, stderr) => {
+        const status = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
+        resolve({ status, stdout, stderr });
+      },
+    );
+  });
+}
+
 export interface CreatedToken {
   id: string;
   account: string;
@@ -106,8 +121,27 @@ export interface CreatedToken {
   token: string;
 }
 
-export function createToken(database: string, account: string, extra: string[] = []): CreatedToken {
-  const result = runCli(['token', 'create', '--account', account, '--json', '--database', database, ...extra]);
+const tokenCreateArgs = (database: string, account: string, extra: string[]) => [
+  'token',
+  'create',
+  '--account',
+  account,
+  '--json',
+  '--database',
+  database,
+  ...extra,
+];
+
+function createdToken(result: CliResult): CreatedToken {
   if (result.status !== 0) throw new Error(`token create failed: ${result.stderr}`);
   return JSON.parse(result.stdout) as CreatedToken;
+}
+
+export function createToken(database: string, account: string, extra: string[] = []): CreatedToken {
+  return createdToken(runCli(tokenCreateArgs(database, account, extra)));
+}
+
+/** As `createToken`, without holding the event loop (`runCliAsync`). */
+export async function createTokenAsync(database: string, account: string, extra: string[] = []): Promise<CreatedToken> {
+  return createdToken(await runCliAsync(tokenCreateArgs(database, account, extra)));
 }
