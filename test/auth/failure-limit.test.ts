@@ -21,11 +21,9 @@ function from(url: string, address: string, token?: string) {
 for (const engine of ENGINES) {
   describe(`--auth-failure-limit: beyond N failed authentications a minute from one address, 429 (${engine.name})`, () => {
     const s = realServer(engine, ['--auth-failure-limit', '5', '--trust-proxy', 'true']);
-    // Made before any request: the CLI runs synchronously, and a kept-alive connection left idle
-    // through it can be closed by the server just as the next request goes out ("fetch failed").
     let known = '';
-    before(() => {
-      known = createToken(s.database, 'behind-the-nat').token;
+    before(async () => {
+      known = (await createToken(s.database, 'behind-the-nat')).token;
     });
 
     it('answers the first N failures 401 and the next 429 with Retry-After and the Error body', async () => {

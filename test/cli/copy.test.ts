@@ -101,9 +101,9 @@ for (const [fromEngine, toEngine] of PAIRS) {
       it('serves the same plants to the same tokens, ids exact, scopes and revocations kept', async () => {
         await withFreshStore(fromEngine, (from) =>
           withFreshStore(toEngine, async (to) => {
-            const alice = createToken(from, 'alice');
-            const reader = createToken(from, 'bob', ['--scopes', 'plants:read', '--expires', '30d']);
-            const revoked = createToken(from, 'carol');
+            const alice = await createToken(from, 'alice');
+            const reader = await createToken(from, 'bob', ['--scopes', 'plants:read', '--expires', '30d']);
+            const revoked = await createToken(from, 'carol');
             assert.equal(runCli(['token', 'revoke', revoked.id, '--database', from]).status, 0);
             await addEndpoint(from, 'alice', 'ep_1', ['plant.created', 'plant.deleted'], true);
             await addEndpoint(from, 'alice', 'ep_2', [], false);
@@ -156,7 +156,7 @@ for (const [fromEngine, toEngine] of PAIRS) {
       it('finds every row in place, inserts none and still verifies', async () => {
         await withFreshStore(fromEngine, (from) =>
           withFreshStore(toEngine, async (to) => {
-            createToken(from, 'alice');
+            await createToken(from, 'alice');
             await seedPlants(
               from,
               'alice',
@@ -183,7 +183,7 @@ for (const [fromEngine, toEngine] of PAIRS) {
         async () => {
           await withFreshStore(fromEngine, (from) =>
             withFreshStore(toEngine, async (to) => {
-              createToken(from, 'alice');
+              await createToken(from, 'alice');
               const total = 20_000;
               await seedPlants(
                 from,
@@ -224,8 +224,8 @@ for (const [fromEngine, toEngine] of PAIRS) {
       it('refuses a store that serve has started (its first-start token), with one line and exit 2', async () => {
         await withFreshStore(fromEngine, (from) =>
           withFreshStore(toEngine, async (to) => {
-            createToken(from, 'alice');
-            createToken(from, 'bob');
+            await createToken(from, 'alice');
+            await createToken(from, 'bob');
             await seedPlants(
               from,
               'alice',
@@ -260,8 +260,8 @@ for (const [fromEngine, toEngine] of PAIRS) {
         await withFreshStore(fromEngine, (from) =>
           withFreshStore(fromEngine, (other) =>
             withFreshStore(toEngine, async (to) => {
-              createToken(from, 'alice');
-              createToken(other, 'bob');
+              await createToken(from, 'alice');
+              await createToken(other, 'bob');
               assert.equal(copy(other, to).status, 0);
               const result = copy(from, to);
               assert.equal(result.status, 2, result.stdout + result.stderr);
@@ -275,7 +275,7 @@ for (const [fromEngine, toEngine] of PAIRS) {
       it('resumes its own copy without skipping source rows below the keys the target holds', async () => {
         await withFreshStore(fromEngine, (from) =>
           withFreshStore(toEngine, async (to) => {
-            createToken(from, 'alice');
+            await createToken(from, 'alice');
             await seedPlants(
               from,
               'alice',
@@ -304,7 +304,7 @@ for (const [fromEngine, toEngine] of PAIRS) {
       it('detects a changed plant name that counts alone would miss', async () => {
         await withFreshStore(fromEngine, (from) =>
           withFreshStore(toEngine, async (to) => {
-            createToken(from, 'alice');
+            await createToken(from, 'alice');
             await seedPlants(from, 'alice', [
               { id: 1n, name: 'one', tag: null },
               { id: 2n, name: 'two', tag: null },

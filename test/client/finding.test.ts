@@ -10,12 +10,12 @@ const INT64_MAX = 2n ** 63n - 1n;
 for (const engine of ENGINES) {
   describe(`the client finds plants and adds many at once (${engine.name})`, () => {
     const s = realServer(engine);
-    const clientFor = (account: string) =>
-      new PlantStore({ baseUrl: s.url, token: createToken(s.database, `${account}-${engine.name}`).token });
+    const clientFor = async (account: string) =>
+      new PlantStore({ baseUrl: s.url, token: (await createToken(s.database, `${account}-${engine.name}`)).token });
 
     describe('addPlants: all or nothing, bigint ids, the plants in order', () => {
       it('stores them and answers them in the request order; again is a replay', async () => {
-        const client = clientFor('add-many');
+        const client = await clientFor('add-many');
         const plants = [
           { id: INT64_MAX, name: 'Ω max', tag: 'b' },
           { id: 9007199254740993n, name: 'ΣΊΣΥΦΟΣ', tag: 'a' },
@@ -27,7 +27,7 @@ for (const engine of ENGINES) {
         assert.equal((await client.listPlants()).plants.length, 3);
       });
       it('throws the typed error naming the item', async () => {
-        const client = clientFor('add-many-bad');
+        const client = await clientFor('add-many-bad');
         await client.addPlant({ id: 2n, name: 'taken' });
         await assert.rejects(
           client.addPlants([
@@ -47,7 +47,7 @@ for (const engine of ENGINES) {
 
     describe('listPlants and plants() take tag, q, sort and count', () => {
       it('filters, orders, counts and pages with the filters kept', async () => {
-        const client = clientFor('find');
+        const client = await clientFor('find');
         await client.addPlants(
           ['ΣΊΣ', 'σίς', 'ΣΊΣΥΦΟΣ', 'Fern', 'fern', 'Aloe'].map((name, i) => ({
             id: i + 1,
@@ -81,7 +81,7 @@ for (const engine of ENGINES) {
         ]);
       });
       it('a cursor with other filters is the typed 400 naming cursor', async () => {
-        const client = clientFor('find-cursor');
+        const client = await clientFor('find-cursor');
         await client.addPlants([1, 2, 3].map((id) => ({ id, name: `p${id}` })));
         const { cursor } = await client.listPlants({ limit: 1, sort: 'name' });
         await assert.rejects(client.listPlants({ limit: 1, cursor }), (error) => {

@@ -51,7 +51,7 @@ for (const engine of ENGINES) {
     let token: string;
     before(async () => {
       proxy = await startFlakyProxy(s.url);
-      token = createToken(s.database, 'flaky').token;
+      token = (await createToken(s.database, 'flaky')).token;
     });
     after(() => proxy.close());
 

@@ -12,15 +12,15 @@ for (const engine of ENGINES) {
   describe(`the client against a real server (${engine.name})`, () => {
     const s = realServer(engine);
     /** A client for a new account of its own, so that each test sees only its plants. */
-    const clientFor = (account: string, scopes?: string) =>
+    const clientFor = async (account: string, scopes?: string) =>
       new PlantStore({
         baseUrl: s.url,
-        token: createToken(s.database, account, scopes ? ['--scopes', scopes] : []).token,
+        token: (await createToken(s.database, account, scopes ? ['--scopes', scopes] : [])).token,
       });
 
     describe('every plants operation, by its operationId', () => {
       it('addPlant, getPlant (with its ETag), updatePlant, deletePlant, listPlants', async () => {
-        const client = clientFor('every-method');
+        const client = await clientFor('every-method');
         assert.deepEqual(await client.addPlant({ id: 1n, name: 'Monstera', tag: 'aroid' }), {
           name: 'Monstera',
           tag: 'aroid',
@@ -42,7 +42,7 @@ for (const engine of ENGINES) {
       });
 
       it('addPlant again with the same plant is a safe retry', async () => {
-        const client = clientFor('replay');
+        const client = await clientFor('replay');
         const first = await client.addPlant({ id: 7n, name: 'Aloe' });
         assert.deepEqual(await client.addPlant({ id: 7n, name: 'Aloe' }), first);
         assert.equal((await client.listPlants({ limit: 5 })).plants.length, 1);
@@ -51,7 +51,7 @@ for (const engine of ENGINES) {
 
     describe('ids are exact over int64, as bigint, both ways', () => {
       it('keeps 2^53 and 2^53+1 apart and reaches int64 min and max', async () => {
-        const client = clientFor('int64');
+        const client = await clientFor('int64');
         const ids = [INT64_MIN, -1n, 0n, 2n ** 53n, 2n ** 53n + 1n, INT64_MAX];
         for (const id of ids) await client.addPlant({ id, name: `plant ${id}` });
         for (const id of ids) assert.equal((await client.getPlant(id)).plant.name, `plant ${id}`);
@@ -67,7 +67,7 @@ for (const engine of ENGINES) {
       });
 
       it('accepts a safe-integer number and refuses one that has lost digits, before sending', async () => {
-        const client = clientFor('numbers');
+        const client = await clientFor('numbers');
         assert.deepEqual(await client.addPlant({ id: Number.MAX_SAFE_INTEGER, name: 'max safe' }), {
           name: 'max safe',
         });
@@ -80,7 +80,7 @@ for (const engine of ENGINES) {
 
     describe('plants() follows Link rel="next" and visits every plant once, in id order', () => {
       it('pages through 47 plants 5 at a time', async () => {
-        const client = clientFor('paging');
+        const client = await clientFor('paging');
         const ids = Array.from({ length: 47 }, (_, i) => BigInt(i * 7919) * 1_000_003n - 2n ** 62n);
         for (const id of [...ids].reverse()) await client.addPlant({ id, name: `p${id}` });
         const first = await client.listPlants({ limit: 5 });
@@ -97,7 +97,7 @@ for (const engine of ENGINES) {
 
       it('ends at once on an empty account', async () => {
         const seen = [];
-        for await (const plant of clientFor('empty').plants()) seen.push(plant);
+        for await (const plant of (await clientFor('empty')).plants()) seen.push(plant);
         assert.deepEqual(seen, []);
       });
     });
@@ -118,7 +118,7 @@ for (const engine of ENGINES) {
       };
 
       it('400, 404, 409, 412 from the plants operations', async () => {
-        const client = clientFor('errors');
+        const client = await clientFor('errors');
         await client.addPlant({ id: 1n, name: 'Aloe' });
         assert.match((await failsWith(client.addPlant({ id: 2n, name: '' }), 400)).message, /name/);
         await failsWith(client.getPlant(404n), 404);
@@ -131,7 +131,7 @@ for (const engine of ENGINES) {
       it('401 for an unknown token and 403 for a missing scope', async () => {
         const stranger = new PlantStore({ baseUrl: s.url, token: 'pst_unknown' });
         await failsWith(stranger.listPlants({ limit: 1 }), 401);
-        await failsWith(clientFor('reader', 'plants:read').addPlant({ id: 1n, name: 'x' }), 403);
+        await failsWith((await clientFor('reader', 'plants:read')).addPlant({ id: 1n, name: 'x' }), 403);
       });
     });
   });
@@ -140,7 +140,7 @@ for (const engine of ENGINES) {
     const s = realServer(engine, ['--rate-limit', '2']);
 
     it('carries Retry-After when not retried, and is waited out when retried', async () => {
-      const token = createToken(s.database, 'limited').token;
+      const token = (await createToken(s.database, 'limited')).token;
       const once = new PlantStore({ baseUrl: s.url, token, retries: 0 });
       const replies = await Promise.allSettled(Array.from({ length: 8 }, () => once.listPlants({ limit: 1 })));
       const limited = replies.find((r) => r.status === 'rejected');

@@ -144,7 +144,7 @@ for (const engine of webhooksServed ? ENGINES : []) {
       drop = store.drop;
       server = await startServer({ database: store.url, env: { WEBHOOK_ALLOW_PRIVATE: '1' } });
       receiver = await startReceiver();
-      client = new PlantStore({ baseUrl: server.url, token: createToken(store.url, 'hooks').token });
+      client = new PlantStore({ baseUrl: server.url, token: (await createToken(store.url, 'hooks')).token });
     });
     after(async () => {
       await server?.stop();

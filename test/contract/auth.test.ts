@@ -51,7 +51,7 @@ for (const engine of ENGINES_AND_POOLER) {
         assert.match(reply.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
       });
       it('refuses a revoked token within 1 second, while the server runs', async () => {
-        const created = createToken(s.database, `revoked-${engine.name}`);
+        const created = await createToken(s.database, `revoked-${engine.name}`);
         assert.equal((await listPlants(s.url, created.token)).status, 200);
         const revoke = runCli(['token', 'revoke', created.id, '--database', s.database]);
         assert.equal(revoke.status, 0, revoke.stderr);
@@ -65,7 +65,7 @@ for (const engine of ENGINES_AND_POOLER) {
         assert.ok(Date.now() - revokedAt <= 1_000, `took ${Date.now() - revokedAt} ms`);
       });
       it('refuses an expired token', async () => {
-        const created = createToken(s.database, `expiring-${engine.name}`, ['--expires', '1s']);
+        const created = await createToken(s.database, `expiring-${engine.name}`, ['--expires', '1s']);
         assert.equal((await listPlants(s.url, created.token)).status, 200);
         await sleep(1_100);
         const reply = await listPlants(s.url, created.token);
@@ -85,7 +85,7 @@ for (const engine of ENGINES_AND_POOLER) {
 
     describe('scopes: plants:read lists, plants:write creates, a missing scope is 403 insufficient_scope', () => {
       it('lets a read-only token list but not create', async () => {
-        const { token } = createToken(s.database, `reader-${engine.name}`, ['--scopes', 'plants:read']);
+        const { token } = await createToken(s.database, `reader-${engine.name}`, ['--scopes', 'plants:read']);
         assert.equal((await listPlants(s.url, token)).status, 200);
         const reply = await postPlant(s.url, token, { id: 1, name: 'x' });
         assert.equal(reply.status, 403);
@@ -93,14 +93,14 @@ for (const engine of ENGINES_AND_POOLER) {
         assert.match(reply.headers.get('www-authenticate') ?? '', /error="insufficient_scope"/);
       });
       it('lets a write-only token create but not list', async () => {
-        const { token } = createToken(s.database, `writer-${engine.name}`, ['--scopes', 'plants:write']);
+        const { token } = await createToken(s.database, `writer-${engine.name}`, ['--scopes', 'plants:write']);
         assert.equal((await postPlant(s.url, token, { id: 1, name: 'x' })).status, 200);
         const reply = await listPlants(s.url, token);
         assert.equal(reply.status, 403);
         assert.match(reply.headers.get('www-authenticate') ?? '', /error="insufficient_scope"/);
       });
       it('gives a new token every scope unless told', async () => {
-        const created = createToken(s.database, `both-${engine.name}`);
+        const created = await createToken(s.database, `both-${engine.name}`);
         assert.deepEqual([...created.scopes].sort(), ['plants:read', 'plants:write', 'webhooks:manage']);
       });
     });

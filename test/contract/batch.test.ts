@@ -12,7 +12,7 @@ for (const engine of ENGINES) {
   describe(`POST /plants/batch (${engine.name})`, () => {
     const s = realServer(engine, ['--rate-limit', '5']);
     let accounts = 0;
-    const account = () => createToken(s.database, `batch-${engine.name}-${accounts++}`).token;
+    const account = async () => (await createToken(s.database, `batch-${engine.name}-${accounts++}`)).token;
     const listed = async (token: string) =>
       (await listPlants(s.url, token)).json as Array<{ name: string; tag?: string }>;
     const refusal = (reply: Awaited<ReturnType<typeof call>>, status: number, message: RegExp) => {
@@ -23,7 +23,7 @@ for (const engine of ENGINES) {
 
     describe('success is 200 with one Plant per item, in the request order', () => {
       it('stores them all, ids exact over int64', async () => {
-        const token = account();
+        const token = await account();
         const body =
           '[{"id":9007199254740993,"name":"b","tag":"t"},{"id":9007199254740992,"name":"a"},' +
           '{"id":-9223372036854775808,"name":"min"},{"id":9223372036854775807,"name":"max","extra":1}]';
@@ -36,7 +36,7 @@ for (const engine of ENGINES) {
         );
       });
       it('takes 1,000 items and a body over 16 KiB', async () => {
-        const token = account();
+        const token = await account();
         const reply = await postBatch(
           s.url,
           token,
@@ -51,7 +51,7 @@ for (const engine of ENGINES) {
 
     describe('items repeating a stored plant are safe retries; re-sending a batch is safe', () => {
       it('answers the same, stores nothing twice, and mixes replays with new plants', async () => {
-        const token = account();
+        const token = await account();
         await postPlant(s.url, token, { id: 2, name: 'plant 2' });
         const first = await postBatch(s.url, token, plants(1, 3));
         assert.equal(first.status, 200);
@@ -62,7 +62,7 @@ for (const engine of ENGINES) {
         assert.deepEqual(await listed(token), [{ name: 'plant 1' }, { name: 'plant 2' }, { name: 'plant 3' }]);
       });
       it('an id twice with the same content is one plant', async () => {
-        const token = account();
+        const token = await account();
         const reply = await postBatch(s.url, token, [...plants(1, 2), ...plants(1, 1)]);
         assert.equal(reply.status, 200);
         assert.deepEqual(reply.json, [{ name: 'plant 1' }, { name: 'plant 2' }, { name: 'plant 1' }]);
@@ -87,7 +87,7 @@ for (const engine of ENGINES) {
       ];
       for (const [what, body, message] of cases) {
         it(`refuses ${what}`, async () => {
-          const token = account();
+          const token = await account();
           refusal(await postBatch(s.url, token, body as string | unknown[]), 400, message);
           assert.deepEqual(await listed(token), []);
         });
@@ -96,19 +96,19 @@ for (const engine of ENGINES) {
 
     describe('an item whose id is stored with another name or tag is a 409 naming its index', () => {
       it('stores none of the batch', async () => {
-        const token = account();
+        const token = await account();
         await postPlant(s.url, token, { id: 3, name: 'plant 3', tag: 'old' });
         refusal(await postBatch(s.url, token, plants(1, 5)), 409, /^\[2\]\.id/);
         assert.deepEqual(await listed(token), [{ name: 'plant 3', tag: 'old' }]);
       });
       it('a batch with both a 400 and a 409 is a 400', async () => {
-        const token = account();
+        const token = await account();
         await postPlant(s.url, token, { id: 1, name: 'other' });
         refusal(await postBatch(s.url, token, [...plants(1, 2), { id: 9 }]), 400, /^\[2\]\.name/);
         assert.deepEqual(await listed(token), [{ name: 'other' }]);
       });
       it("another account's plants never conflict", async () => {
-        const [a, b] = [account(), account()];
+        const [a, b] = [await account(), await account()];
         await postPlant(s.url, a, { id: 1, name: 'mine' });
         assert.equal((await postBatch(s.url, b, plants(1, 2))).status, 200);
         assert.deepEqual(await listed(b), [{ name: 'plant 1' }, { name: 'plant 2' }]);
@@ -118,7 +118,7 @@ for (const engine of ENGINES) {
 
     describe('the same Content-Type rules as create, at most 1 MiB, POST only, plants:write', () => {
       it('415 without a JSON Content-Type', async () => {
-        const token = account();
+        const token = await account();
         refusal(await postBatch(s.url, token, plants(1, 1), 'text/plain'), 415, /Content-Type/);
         assert.deepEqual(await listed(token), []);
         const json = await postBatch(s.url, token, plants(1, 1), 'application/vnd.x+json');
@@ -127,13 +127,13 @@ for (const engine of ENGINES) {
       });
       it('413 past 1 MiB', async () => {
         const body = JSON.stringify([{ id: 1, name: 'x', pad: 'p'.repeat(1024 * 1024) }]);
-        refusal(await postBatch(s.url, account(), body), 413, /1048576 bytes/);
+        refusal(await postBatch(s.url, await account(), body), 413, /1048576 bytes/);
       });
       it('405 with Allow: POST for other methods, whatever the body', async () => {
         for (const method of ['GET', 'PUT', 'PATCH', 'DELETE']) {
           const reply = await call(`${s.url}/plants/batch`, {
             method,
-            token: account(),
+            token: await account(),
             body: method === 'GET' ? null : '{',
           });
           refusal(reply, 405, /POST/);
@@ -141,14 +141,15 @@ for (const engine of ENGINES) {
         }
       });
       it('403 for a token without plants:write', async () => {
-        const reader = createToken(s.database, `batch-reader-${engine.name}`, ['--scopes', 'plants:read']).token;
+        const reader = (await createToken(s.database, `batch-reader-${engine.name}`, ['--scopes', 'plants:read']))
+          .token;
         refusal(await postBatch(s.url, reader, plants(1, 1)), 403, /plants:write/);
       });
     });
 
     describe('the rate limit counts a batch as one request', () => {
       it('a batch of 500 leaves the rest of the second', async () => {
-        const token = account();
+        const token = await account();
         const batch = await postBatch(s.url, token, plants(1, 500));
         assert.equal(batch.status, 200, batch.text);
         assert.equal(batch.headers.get('ratelimit-limit'), '5');

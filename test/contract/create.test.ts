@@ -174,7 +174,7 @@ for (const engine of ENGINES_AND_POOLER) {
         });
       }
       it('stores nothing for a refused body', async () => {
-        const token = createToken(s.database, `refused-${engine.name}`).token;
+        const token = (await createToken(s.database, `refused-${engine.name}`)).token;
         await postPlant(s.url, token, '{"id": 77, "name": ""}');
         await postPlant(s.url, token, '{"id": 77, "name": "a", "tag": 7}');
         assert.equal((await listPlants(s.url, token)).text, '[]');
@@ -183,7 +183,7 @@ for (const engine of ENGINES_AND_POOLER) {
 
     describe('id is exact over the whole int64 range', () => {
       it('keeps 9007199254740992 and 9007199254740993 as two plants', async () => {
-        const token = createToken(s.database, `int64-${engine.name}`).token;
+        const token = (await createToken(s.database, `int64-${engine.name}`)).token;
         assert.equal((await postPlant(s.url, token, '{"id": 9007199254740993, "name": "odd"}')).status, 200);
         assert.equal((await postPlant(s.url, token, '{"id": 9007199254740992, "name": "even"}')).status, 200);
         assert.deepEqual((await listPlants(s.url, token)).json, [{ name: 'even' }, { name: 'odd' }]);
@@ -197,7 +197,7 @@ for (const engine of ENGINES_AND_POOLER) {
         assert.deepEqual((await listPlants(s.url, token)).json, [{ name: 'even' }, { name: 'odd' }]);
       });
       it('accepts the minimum and maximum int64 and orders them numerically', async () => {
-        const token = createToken(s.database, `bounds-${engine.name}`).token;
+        const token = (await createToken(s.database, `bounds-${engine.name}`)).token;
         for (const [id, name] of [
           ['9223372036854775807', 'max'],
           ['-9223372036854775808', 'min'],
@@ -213,7 +213,7 @@ for (const engine of ENGINES_AND_POOLER) {
 
     describe('id is any JSON number whose value is an integer, whatever its form', () => {
       it('stores 1e2 as plant 100, 1.5e1 as 15, -0 as 0, and exponent forms exactly beyond 2^53', async () => {
-        const token = createToken(s.database, `forms-${engine.name}`).token;
+        const token = (await createToken(s.database, `forms-${engine.name}`)).token;
         for (const [literal, id] of [
           ['1e2', '100'],
           ['1E+2', '100'],
@@ -247,7 +247,7 @@ for (const engine of ENGINES_AND_POOLER) {
 
     describe('the same id is a safe retry with the same plant, a 409 with a different one', () => {
       it('answers a retry with 200 and the stored plant, storing nothing twice', async () => {
-        const token = createToken(s.database, `retry-${engine.name}`).token;
+        const token = (await createToken(s.database, `retry-${engine.name}`)).token;
         const body = { id: 5, name: 'Basil', tag: 'herb' };
         assert.equal((await postPlant(s.url, token, body)).status, 200);
         const again = await postPlant(s.url, token, body);
@@ -256,7 +256,7 @@ for (const engine of ENGINES_AND_POOLER) {
         assert.equal(((await listPlants(s.url, token)).json as unknown[]).length, 1);
       });
       it('answers 409 for a different name, a different tag, an added or a removed tag', async () => {
-        const token = createToken(s.database, `conflict-${engine.name}`).token;
+        const token = (await createToken(s.database, `conflict-${engine.name}`)).token;
         await postPlant(s.url, token, { id: 6, name: 'Mint', tag: 'herb' });
         for (const body of [
           { id: 6, name: 'Mint2', tag: 'herb' },
@@ -274,8 +274,8 @@ for (const engine of ENGINES_AND_POOLER) {
         assert.deepEqual((await listPlants(s.url, token)).json, [{ name: 'Mint', tag: 'herb' }, { name: 'Sage' }]);
       });
       it('lets two accounts use the same id independently', async () => {
-        const a = createToken(s.database, `same-id-a-${engine.name}`).token;
-        const b = createToken(s.database, `same-id-b-${engine.name}`).token;
+        const a = (await createToken(s.database, `same-id-a-${engine.name}`)).token;
+        const b = (await createToken(s.database, `same-id-b-${engine.name}`)).token;
         assert.equal((await postPlant(s.url, a, { id: 1, name: 'Ivy' })).status, 200);
         const other = await postPlant(s.url, b, { id: 1, name: 'Oak' });
         assert.equal(other.status, 200, 'a 409 here would reveal the other account');

@@ -54,10 +54,10 @@ for (const engine of ENGINES) {
   describe(`GET /events (${engine.name})`, () => {
     const s = realServer(engine);
     const tokens = { writer: '', other: '', reader: '' };
-    before(() => {
-      tokens.writer = createToken(s.database, 'feed-writer-only', ['--scopes', 'plants:write']).token;
-      tokens.reader = createToken(s.database, 'default', ['--scopes', 'plants:read']).token;
-      tokens.other = createToken(s.database, 'feed-other').token;
+    before(async () => {
+      tokens.writer = (await createToken(s.database, 'feed-writer-only', ['--scopes', 'plants:write'])).token;
+      tokens.reader = (await createToken(s.database, 'default', ['--scopes', 'plants:read'])).token;
+      tokens.other = (await createToken(s.database, 'feed-other')).token;
     });
     const patch = (id: string, body: object) =>
       call(`${s.url}/plants/${id}`, {

@@ -58,7 +58,7 @@ for (const engine of ENGINES) {
     const s = realServer(engine);
     let token = '';
     before(async () => {
-      token = createToken(s.database, `order-${engine.name}`).token;
+      token = (await createToken(s.database, `order-${engine.name}`)).token;
       assert.equal((await postBatch(s.url, token, json(PLANTS))).status, 200);
     });
     const names = (plants: typeof PLANTS) => plants.map((p) => p.name);

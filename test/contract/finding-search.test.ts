@@ -32,7 +32,7 @@ for (const engine of ENGINES) {
     const s = realServer(engine);
     let token = '';
     before(async () => {
-      token = createToken(s.database, `search-${engine.name}`).token;
+      token = (await createToken(s.database, `search-${engine.name}`)).token;
       const plants = NAMES.map((name, i) => ({ id: i + 1, name, tag: i % 3 === 0 ? 'odd' : i % 3 === 1 ? '' : 'Odd' }));
       plants.push({ id: 100, name: 'untagged' } as (typeof plants)[number]);
       assert.equal((await postBatch(s.url, token, plants)).status, 200);
@@ -102,7 +102,7 @@ for (const engine of ENGINES) {
 
     describe('the next link repeats the filters exactly', () => {
       it('a q with a space, a plus, & and # pages through its matches', async () => {
-        const other = createToken(s.database, `search-link-${engine.name}`).token;
+        const other = (await createToken(s.database, `search-link-${engine.name}`)).token;
         const names = ['x + y & #1', 'X + Y & #2', 'x+y & #3', 'X + Y & #4'];
         await postBatch(
           s.url,

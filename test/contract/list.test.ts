@@ -10,21 +10,21 @@ for (const engine of ENGINES_AND_POOLER) {
     const s = realServer(engine);
 
     async function accountWith(name: string, ids: Array<number | string>): Promise<string> {
-      const token = createToken(s.database, `${name}-${engine.name}`).token;
+      const token = (await createToken(s.database, `${name}-${engine.name}`)).token;
       await Promise.all(ids.map((id) => postPlant(s.url, token, `{"id": ${id}, "name": "p${id}"}`)));
       return token;
     }
 
     describe('success is 200 with a JSON array of Plant', () => {
       it('answers [] for an account with no plants', async () => {
-        const token = createToken(s.database, `empty-${engine.name}`).token;
+        const token = (await createToken(s.database, `empty-${engine.name}`)).token;
         const reply = await listPlants(s.url, token);
         assert.equal(reply.status, 200);
         assert.match(reply.headers.get('content-type') ?? '', /^application\/json/);
         assert.deepEqual(reply.json, []);
       });
       it('never shows id, and omits an absent tag', async () => {
-        const token = createToken(s.database, `shape-${engine.name}`).token;
+        const token = (await createToken(s.database, `shape-${engine.name}`)).token;
         await postPlant(s.url, token, { id: 2, name: 'b', tag: 't' });
         await postPlant(s.url, token, { id: 1, name: 'a' });
         assert.equal((await listPlants(s.url, token)).text, '[{"name":"a"},{"name":"b","tag":"t"}]');
@@ -119,7 +119,7 @@ for (const engine of ENGINES_AND_POOLER) {
 
     describe('without limit, every plant of the caller is returned (streamed)', () => {
       it('returns all 2,500 plants of an account', async () => {
-        const token = createToken(s.database, `many-${engine.name}`).token;
+        const token = (await createToken(s.database, `many-${engine.name}`)).token;
         for (let start = 0; start < 2500; start += 250) {
           await Promise.all(
             Array.from({ length: 250 }, (_, i) => postPlant(s.url, token, { id: start + i, name: `n${start + i}` })),
@@ -135,15 +135,15 @@ for (const engine of ENGINES_AND_POOLER) {
     describe('an account sees only its own plants', () => {
       it('keeps two accounts apart, even sharing ids', async () => {
         const a = await accountWith('iso-a', [1, 2, 3]);
-        const b = createToken(s.database, `iso-b-${engine.name}`).token;
+        const b = (await createToken(s.database, `iso-b-${engine.name}`)).token;
         await postPlant(s.url, b, { id: 2, name: 'only-b' });
         assert.deepEqual((await listPlants(s.url, b)).json, [{ name: 'only-b' }]);
         assert.deepEqual((await listPlants(s.url, a)).json, [{ name: 'p1' }, { name: 'p2' }, { name: 'p3' }]);
         assert.deepEqual((await listPlants(s.url, b, '?limit=10')).json, [{ name: 'only-b' }]);
       });
       it('lets tokens of one account share its plants', async () => {
-        const first = createToken(s.database, `shared-${engine.name}`).token;
-        const second = createToken(s.database, `shared-${engine.name}`).token;
+        const first = (await createToken(s.database, `shared-${engine.name}`)).token;
+        const second = (await createToken(s.database, `shared-${engine.name}`)).token;
         await postPlant(s.url, first, { id: 1, name: 'shared' });
         assert.deepEqual((await listPlants(s.url, second)).json, [{ name: 'shared' }]);
       });

@@ -37,10 +37,10 @@ for (const engine of ENGINES_AND_POOLER) {
   describe(`GET, PATCH and DELETE /plants/{id} (${engine.name})`, { skip: engine.skip }, () => {
     const s = realServer(engine);
     const tokens = { reader: '', writer: '', other: '' };
-    before(() => {
-      tokens.reader = createToken(s.database, 'by-id-reader', ['--scopes', 'plants:read']).token;
-      tokens.writer = createToken(s.database, 'by-id-writer', ['--scopes', 'plants:write']).token;
-      tokens.other = createToken(s.database, 'by-id-other').token;
+    before(async () => {
+      tokens.reader = (await createToken(s.database, 'by-id-reader', ['--scopes', 'plants:read'])).token;
+      tokens.writer = (await createToken(s.database, 'by-id-writer', ['--scopes', 'plants:write'])).token;
+      tokens.other = (await createToken(s.database, 'by-id-other')).token;
     });
 
     const url = (id: string) => `${s.url}/plants/${id}`;
@@ -422,7 +422,7 @@ for (const engine of ENGINES_AND_POOLER) {
       });
 
       it('takes the plant out of listings at once', async () => {
-        const account = createToken(s.database, `listing-${engine.name}`).token;
+        const account = (await createToken(s.database, `listing-${engine.name}`)).token;
         for (const id of ['1', '2', '3']) {
           assert.equal((await postPlant(s.url, account, newPlant(id, `p${id}`))).status, 200);
         }
@@ -560,7 +560,7 @@ for (const engine of ENGINES_AND_POOLER) {
       it('lets a read-only token GET and HEAD but not PATCH or DELETE', async () => {
         const id = freshId();
         const reader = tokens.reader;
-        const writer = createToken(s.database, 'by-id-reader', ['--scopes', 'plants:write']).token;
+        const writer = (await createToken(s.database, 'by-id-reader', ['--scopes', 'plants:write'])).token;
         assert.equal((await postPlant(s.url, writer, newPlant(id, 'Readable'))).status, 200);
         assert.deepEqual((await get(id, {}, reader)).json, { name: 'Readable' });
         assert.equal((await head(id, {}, reader)).status, 200);

@@ -104,7 +104,7 @@ describe('the client library in a real browser, through CORS (headless Chromium)
   }
 
   it('a page from an allowed origin creates, lists, pages, updates with If-Match, deletes and follows the feed', async () => {
-    const token = createToken(database, 'browser-app').token;
+    const token = (await createToken(database, 'browser-app')).token;
     const outcome = (await runPage(`http://127.0.0.1:${app.port}`, token)) as {
       ok: boolean;
       results?: unknown;
@@ -115,7 +115,7 @@ describe('the client library in a real browser, through CORS (headless Chromium)
   });
 
   it('the same page from an origin not on the list is refused by the browser', async () => {
-    const token = createToken(database, 'browser-stranger').token;
+    const token = (await createToken(database, 'browser-stranger')).token;
     const outcome = (await runPage(`http://localhost:${app.port}`, token, true)) as { ok: boolean; error?: string };
     assert.equal(outcome.ok, false);
     assert.match(outcome.error ?? '', /fetch/i);
@@ -125,7 +125,7 @@ describe('the client library in a real browser, through CORS (headless Chromium)
 describe('the browser steps themselves, run in Node against a real server', () => {
   const s = realServer(sqlite);
   it('give what the browser test expects', async () => {
-    const client = new PlantStore({ baseUrl: s.url, token: createToken(s.database, 'steps-in-node').token });
+    const client = new PlantStore({ baseUrl: s.url, token: (await createToken(s.database, 'steps-in-node')).token });
     const results = JSON.parse(
       JSON.stringify(await runSteps(client), (_k, v) => (typeof v === 'bigint' ? String(v) : v)),
     );

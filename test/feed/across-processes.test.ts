@@ -42,7 +42,7 @@ for (const engine of ENGINES) {
           const port = await freePort();
           const args = ['--port', String(port)];
           let server = await startServer({ database, args });
-          const { token } = createToken(database, 'restart');
+          const { token } = await createToken(database, 'restart');
           const client = new PlantStore({ baseUrl: server.url, token });
           const abort = new AbortController();
           const events = client.streamEvents({ signal: abort.signal });
@@ -81,7 +81,7 @@ for (const engine of ENGINES) {
       await withFreshStore(engine, async (database) => {
         const server = await startServer({ database, args: ['--event-retention', '1s'] });
         try {
-          const { token } = createToken(database, 'expired');
+          const { token } = await createToken(database, 'expired');
           const client = new PlantStore({ baseUrl: server.url, token });
           const feed = client.streamEvents();
           const ready = (await feed.next()).value!;
@@ -107,7 +107,7 @@ for (const engine of ENGINES) {
         await withFreshStore(engine, async (database) => {
           const servers = [await startServer({ database }), await startServer({ database })];
           try {
-            const { token } = createToken(database, 'two-instances');
+            const { token } = await createToken(database, 'two-instances');
             const feeds = await Promise.all(servers.map((s) => openFeed(s.url, { token })));
             for (const feed of feeds) assert.equal((await feed.next())?.event, 'ready');
             const start = Date.now();
@@ -139,7 +139,7 @@ for (const engine of ENGINES) {
       await withFreshStore(engine, async (database) => {
         const server = await startServer({ database, args: ['--workers', '2'] });
         try {
-          const { token } = createToken(database, 'workers');
+          const { token } = await createToken(database, 'workers');
           const feeds = await Promise.all([1, 2, 3, 4].map(() => openFeed(server.url, { token })));
           for (const feed of feeds) assert.equal((await feed.next())?.event, 'ready');
           await Promise.all(

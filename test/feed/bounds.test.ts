@@ -26,7 +26,7 @@ for (const engine of ENGINES) {
     const s = realServer(engine, ['--event-streams-per-account', '2', '--event-streams', '3']);
 
     it('the next stream of the account gets 429 with Retry-After; other accounts are not affected until the process is full', async () => {
-      const other = createToken(s.database, 'bounds-other').token;
+      const other = (await createToken(s.database, 'bounds-other')).token;
       const a1 = await openFeed(s.url, { token: s.token });
       const a2 = await openFeed(s.url, { token: s.token });
       try {
@@ -107,7 +107,7 @@ for (const engine of ENGINES) {
   describe(`change feed: a revoked token ends its streams within 1 s (${engine.name})`, () => {
     const s = realServer(engine);
     it('ends the stream after token revoke', async () => {
-      const created = createToken(s.database, 'revoked-reader');
+      const created = await createToken(s.database, 'revoked-reader');
       const feed = await openFeed(s.url, { token: created.token });
       await feed.next();
       const revoked = runCli(['token', 'revoke', created.id, '--database', s.database]);

@@ -18,7 +18,7 @@ describe('too many requests for one account is 429 with Retry-After', () => {
     // ends in the middle of the burst lets more through, so a few bursts are allowed.
     let replies: Awaited<ReturnType<typeof listPlants>>[] = [];
     for (let attempt = 0; attempt < 3; attempt++) {
-      const { token } = createToken(s.database, `busy-${attempt}`);
+      const { token } = await createToken(s.database, `busy-${attempt}`);
       replies = await Promise.all(Array.from({ length: 8 }, () => listPlants(s.url, token)));
       if (replies.filter((r) => r.status === 200).length === 5) break;
     }
@@ -34,8 +34,8 @@ describe('too many requests for one account is 429 with Retry-After', () => {
   });
 
   it('counts each account on its own', async () => {
-    const a = createToken(s.database, 'a-account').token;
-    const b = createToken(s.database, 'b-account').token;
+    const a = (await createToken(s.database, 'a-account')).token;
+    const b = (await createToken(s.database, 'b-account')).token;
     const burst = await Promise.all(Array.from({ length: 8 }, () => listPlants(s.url, a)));
     assert.ok(
       burst.some((r) => r.status === 429),
@@ -47,7 +47,7 @@ describe('too many requests for one account is 429 with Retry-After', () => {
   });
 
   it('lets the account in again after the window', async () => {
-    const { token } = createToken(s.database, 'patient');
+    const { token } = await createToken(s.database, 'patient');
     const burst = await Promise.all(Array.from({ length: 8 }, () => listPlants(s.url, token)));
     const refused = burst.find((r) => r.status === 429);
     assert.ok(refused, `the burst is limited: ${burst.map((r) => r.status)}`);
@@ -66,7 +66,7 @@ for (const engine of ENGINES) {
       // Several rounds: the burst once met the previous second's count when token lookups (on
       // PostgreSQL) finished together, and then all thirty were refused.
       for (let round = 0; round < 6; round++) {
-        const { token } = createToken(s.database, `burst-${round}`);
+        const { token } = await createToken(s.database, `burst-${round}`);
         assert.equal((await listPlants(s.url, token)).status, 200);
         await sleep(1_150);
         const replies = await Promise.all(Array.from({ length: 30 }, () => listPlants(s.url, token)));
@@ -82,7 +82,7 @@ describe('one budget per account for every limited operation', () => {
   const s = realServer(sqlite, ['--rate-limit', '3']);
 
   it('counts lists, creates and HEAD requests of one account together, each once', async () => {
-    const { token } = createToken(s.database, 'mixed');
+    const { token } = await createToken(s.database, 'mixed');
     // Three requests in a row, each showing what is left of the account's budget: 2, 1, 0. A new
     // window may open between two of them, so a few tries are allowed.
     let remaining: string[] = [];
@@ -138,7 +138,7 @@ describe('with REDIS_URL the limit is shared by every instance', () => {
   });
 
   it('limits the account across two instances to one budget', async () => {
-    const { token } = createToken(store.url, `shared-${randomBytes(4).toString('hex')}`);
+    const { token } = await createToken(store.url, `shared-${randomBytes(4).toString('hex')}`);
     // Thirty requests at once, fifteen through each instance: alone, neither would pass 20.
     let statuses: number[] = [];
     for (let attempt = 0; attempt < 3 && !statuses.includes(429); attempt++) {

@@ -76,7 +76,7 @@ describe('--workers 2: two processes serve one port on one SQLite store', () => 
   });
 
   it('keeps the API correct across workers: writes through one are read through the other', async () => {
-    const { token } = createToken(store.url, 'spread');
+    const { token } = await createToken(store.url, 'spread');
     const replies = await Promise.all(
       Array.from({ length: 40 }, (_, i) => postPlant(server.url, token, { id: i, name: `p${i}` })),
     );
@@ -89,7 +89,7 @@ describe('--workers 2: two processes serve one port on one SQLite store', () => 
   });
 
   it('sees tokens created and revoked through the CLI within 1 second on every worker', async () => {
-    const created = createToken(store.url, 'revocable');
+    const created = await createToken(store.url, 'revocable');
     const ok = await Promise.all(Array.from({ length: 10 }, () => listPlants(server.url, created.token)));
     assert.deepEqual([...new Set(ok.map((r) => r.status))], [200]);
     assert.equal(runCli(['token', 'revoke', created.id, '--database', store.url]).status, 0);

@@ -581,12 +581,12 @@ for (const engine of ENGINES) {
     before(async () => {
       const store = await engine.fresh();
       drop = store.drop;
-      const revoked = createToken(store.url, 'fuzz');
+      const revoked = await createToken(store.url, 'fuzz');
       assert.equal(runCli(['token', 'revoke', revoked.id, '--database', store.url]).status, 0);
       tokens = {
-        readWrite: createToken(store.url, 'fuzz').token,
-        readOnly: createToken(store.url, 'fuzz', ['--scopes', 'plants:read']).token,
-        writeOnly: createToken(store.url, 'fuzz', ['--scopes', 'plants:write']).token,
+        readWrite: (await createToken(store.url, 'fuzz')).token,
+        readOnly: (await createToken(store.url, 'fuzz', ['--scopes', 'plants:read'])).token,
+        writeOnly: (await createToken(store.url, 'fuzz', ['--scopes', 'plants:write'])).token,
         revoked: revoked.token,
       };
       server = await startServer({ database: store.url });

@@ -299,8 +299,8 @@ for (const engine of ENGINES) {
   describe(`random interleavings of create, PATCH, DELETE and paging by several accounts match a model (${engine.name})`, () => {
     const s = realServer(engine);
     const tokens: string[] = [];
-    before(() => {
-      for (const name of ACCOUNTS) tokens.push(createToken(s.database, name).token);
+    before(async () => {
+      for (const name of ACCOUNTS) tokens.push((await createToken(s.database, name)).token);
     });
 
     it(

@@ -123,7 +123,7 @@ function sharingPair(redis: () => TestRedis, { redisFirst = true } = {}) {
     drop = store.drop;
     const args = ['--rate-limit', String(LIMIT), '--redis-url', redis().url];
     context.servers = await Promise.all([0, 1].map(() => startServer({ database: store.url, args })));
-    context.token = createToken(store.url, 'busy').token;
+    context.token = (await createToken(store.url, 'busy')).token;
     // The first requests of an account open connections and look its token up: not the normal time.
     await burst(context.servers, context.token);
     await sleep(NEW_WINDOW_MS);

@@ -96,11 +96,11 @@ for (const engine of ENGINES) {
     it('sends valid, read-only, revoked, expired and made-up tokens every way a client might, then finds none of them anywhere', async (t) => {
       const { url: database, drop } = await engine.fresh();
       t.after(drop);
-      const valid = createToken(database, 'sec');
-      const readOnly = createToken(database, 'sec', ['--scopes', 'plants:read']);
-      const revoked = createToken(database, 'sec');
+      const valid = await createToken(database, 'sec');
+      const readOnly = await createToken(database, 'sec', ['--scopes', 'plants:read']);
+      const revoked = await createToken(database, 'sec');
       assert.equal(runCli(['token', 'revoke', revoked.id, '--database', database]).status, 0);
-      const expired = createToken(database, 'sec', ['--expires', '1s']);
+      const expired = await createToken(database, 'sec', ['--expires', '1s']);
       const madeUp = randomApiToken();
       const secrets = [
         valid.token,
@@ -215,7 +215,10 @@ for (const engine of ENGINES) {
       const { database, server } = await serverOnFreshStore(engine, t);
       const first = server.firstToken!;
       assert.ok(first, 'the first start created a token');
-      const issued = [createToken(database, 'hash-a'), createToken(database, 'hash-b', ['--scopes', 'plants:read'])];
+      const issued = [
+        await createToken(database, 'hash-a'),
+        await createToken(database, 'hash-b', ['--scopes', 'plants:read']),
+      ];
 
       // A token put into the store by hash alone: the server never saw the secret, yet accepts it.
       const secret = randomApiToken();
@@ -255,7 +258,7 @@ for (const engine of ENGINES) {
     it('on 2xx, 400, 401, 403, 404, 405, 409, 413, 415 from the app, the ops endpoints and the raw 400 and 431 answers', async (t) => {
       const { database, server } = await serverOnFreshStore(engine, t);
       const token = server.firstToken!;
-      const readOnly = createToken(database, 'headers', ['--scopes', 'plants:read']).token;
+      const readOnly = (await createToken(database, 'headers', ['--scopes', 'plants:read'])).token;
       const auth = { authorization: `Bearer ${token}` };
       const json = { ...auth, 'content-type': 'application/json' };
       const port = Number(new URL(server.url).port);

@@ -108,11 +108,13 @@ for (const engine of ENGINES) {
     it(`${RUN_MS / 1000} s of mixed reads and writes on ${CONNECTIONS} connections after ${WARM_UP_MS / 1000} s of warm-up`, async (t) => {
       const { url: database, drop } = await engine.fresh();
       t.after(drop);
-      const accounts: Account[] = Array.from({ length: ACCOUNTS }, (_, i) => ({
-        token: createToken(database, `soak-${i}`).token,
-        acked: new Map(),
-        ids: [],
-      }));
+      const accounts: Account[] = await Promise.all(
+        Array.from({ length: ACCOUNTS }, async (_, i) => ({
+          token: (await createToken(database, `soak-${i}`)).token,
+          acked: new Map(),
+          ids: [],
+        })),
+      );
       const server = await startServer({ database });
       t.after(() => server.stop('SIGKILL'));
       const pid = server.process.pid!;

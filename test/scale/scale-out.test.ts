@@ -44,7 +44,7 @@ for (const engine of ENGINES_AND_POOLER) {
     });
 
     it('reads through every instance what was written through any of them', async () => {
-      const { token } = createToken(database, 'spread');
+      const { token } = await createToken(database, 'spread');
       const ids = Array.from({ length: 30 }, (_, i) => 9007199254740990n + BigInt(i));
       const writes = await Promise.all(
         ids.map((id, i) => postPlant(servers[i % 3]!.url, token, `{"id": ${id}, "name": "p${id}"}`)),
@@ -55,7 +55,7 @@ for (const engine of ENGINES_AND_POOLER) {
     });
 
     it('shows a plant created through one instance on the page another has just served', async () => {
-      const { token } = createToken(database, 'fresh-pages');
+      const { token } = await createToken(database, 'fresh-pages');
       const expected: { name: string }[] = [];
       for (let i = 0; i < 6; i++) {
         // Every instance serves (and may keep) the first page, then one of them creates a plant on it.
@@ -69,7 +69,7 @@ for (const engine of ENGINES_AND_POOLER) {
     });
 
     it('treats the same create sent to all three at once as one plant', async () => {
-      const { token } = createToken(database, 'replayed');
+      const { token } = await createToken(database, 'replayed');
       const body = '{"id": -9223372036854775808, "name": "Fern"}';
       const replies = await Promise.all(
         servers.flatMap((s) => Array.from({ length: 10 }, () => postPlant(s.url, token, body))),
@@ -79,7 +79,7 @@ for (const engine of ENGINES_AND_POOLER) {
     });
 
     it('follows next links from one instance through the others, visiting every plant once', async () => {
-      const { token } = createToken(database, 'paged');
+      const { token } = await createToken(database, 'paged');
       await Promise.all(
         Array.from({ length: 25 }, (_, i) => postPlant(servers[0]!.url, token, { id: i, name: `n${i}` })),
       );
@@ -99,7 +99,7 @@ for (const engine of ENGINES_AND_POOLER) {
     });
 
     it('refuses a token revoked through the CLI on all three within 1 second', async () => {
-      const { id, token } = createToken(database, 'revoked');
+      const { id, token } = await createToken(database, 'revoked');
       // Every instance has just accepted (and cached) the token when it is revoked.
       for (const server of servers) assert.equal((await listPlants(server.url, token)).status, 200);
 

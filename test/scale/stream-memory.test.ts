@@ -34,7 +34,7 @@ for (const engine of ENGINES) {
       } finally {
         await storage.close();
       }
-      token = createToken(store.url, 'big').token;
+      token = (await createToken(store.url, 'big')).token;
       server = await startServer({
         database: store.url,
         env: { NODE_OPTIONS: `--max-old-space-size=${HEAP_LIMIT_MB}` },

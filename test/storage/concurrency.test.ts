@@ -14,7 +14,7 @@ for (const engine of ENGINES) {
     const s = realServer(engine);
 
     it('50 identical POSTs: all 200 with the plant, exactly one plant stored', async () => {
-      const { token } = createToken(s.database, 'same-plant');
+      const { token } = await createToken(s.database, 'same-plant');
       const body = '{"id": 9007199254740993, "name": "Monstera", "tag": "aroid"}';
       const replies = await Promise.all(Array.from({ length: CONCURRENT }, () => postPlant(s.url, token, body)));
       assert.deepEqual(
@@ -27,7 +27,7 @@ for (const engine of ENGINES) {
     });
 
     it('50 POSTs of one id with different names: one 200, the rest 409, never a 5xx', async () => {
-      const { token } = createToken(s.database, 'rival-plants');
+      const { token } = await createToken(s.database, 'rival-plants');
       const replies = await Promise.all(
         Array.from({ length: CONCURRENT }, (_, i) => postPlant(s.url, token, `{"id": -42, "name": "rival ${i}"}`)),
       );

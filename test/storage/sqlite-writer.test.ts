@@ -27,7 +27,7 @@ async function healthDuringLockedCommit(database: string, writer: 'thread' | 'in
   const server = await startServer({ database, args: ['--sqlite-writer', writer] });
   const lock = new Database(sqlitePath(database));
   try {
-    const { token } = createToken(database, 'locked');
+    const { token } = await createToken(database, 'locked');
     assert.equal((await postPlant(server.url, token, { id: 1, name: 'warm' })).status, 200);
     lock.exec('BEGIN IMMEDIATE'); // another process's write transaction, held open
     const released = sleep(LOCK_HELD_MS).then(() => lock.exec('COMMIT'));

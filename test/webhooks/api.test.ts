@@ -161,10 +161,13 @@ for (const engine of ENGINES) {
 
     describe('the webhooks:manage scope guards every /webhooks operation', () => {
       it('is given to new API tokens by default, and its absence is a 403', async () => {
-        const full = createToken(s.database, `full-${engine.name}`);
+        const full = await createToken(s.database, `full-${engine.name}`);
         assert.ok(full.scopes.includes('webhooks:manage'));
         assert.equal((await createWebhook(s.url, full.token, { url: HOOK })).status, 201);
-        const plantsOnly = createToken(s.database, `plants-${engine.name}`, ['--scopes', 'plants:read,plants:write']);
+        const plantsOnly = await createToken(s.database, `plants-${engine.name}`, [
+          '--scopes',
+          'plants:read,plants:write',
+        ]);
         for (const [method, path] of [
           ['GET', '/webhooks'],
           ['POST', '/webhooks'],
@@ -181,7 +184,7 @@ for (const engine of ENGINES) {
           assert.equal(reply.status, 403, `${method} ${path}`);
           assert.match(reply.headers.get('www-authenticate') ?? '', /insufficient_scope.*webhooks:manage/);
         }
-        const manager = createToken(s.database, `manager-${engine.name}`, ['--scopes', 'webhooks:manage']);
+        const manager = await createToken(s.database, `manager-${engine.name}`, ['--scopes', 'webhooks:manage']);
         assert.equal((await call(`${s.url}/webhooks`, { token: manager.token })).status, 200);
         assert.equal((await call(`${s.url}/plants`, { token: manager.token })).status, 403);
       });
@@ -194,8 +197,8 @@ for (const engine of ENGINES) {
 
     describe("one account cannot see or change another's endpoints", () => {
       it("answers 404 for another account's endpoint id, exactly as for an unknown one", async () => {
-        const alice = createToken(s.database, `alice-${engine.name}`).token;
-        const bob = createToken(s.database, `bob-${engine.name}`).token;
+        const alice = (await createToken(s.database, `alice-${engine.name}`)).token;
+        const bob = (await createToken(s.database, `bob-${engine.name}`)).token;
         const mine = await registerEndpoint(s.url, alice, { url: HOOK });
         const unknown = 'ep_AAAAAAAAAAAAAAAAAAAAAA';
         for (const id of [mine.id, unknown]) {
@@ -220,7 +223,7 @@ for (const engine of ENGINES) {
 
     describe('an account has at most 16 endpoints: the 17th is a 409', () => {
       it('refuses the 17th, and accepts one again after a delete', async () => {
-        const token = createToken(s.database, `many-${engine.name}`).token;
+        const token = (await createToken(s.database, `many-${engine.name}`)).token;
         const created = await Promise.all(
           Array.from({ length: 16 }, () => registerEndpoint(s.url, token, { url: HOOK })),
         );
@@ -232,7 +235,7 @@ for (const engine of ENGINES) {
         assert.equal((await createWebhook(s.url, token, { url: HOOK })).status, 201);
       });
       it('holds when many registrations race', async () => {
-        const token = createToken(s.database, `race-${engine.name}`).token;
+        const token = (await createToken(s.database, `race-${engine.name}`)).token;
         const replies = await Promise.all(Array.from({ length: 24 }, () => createWebhook(s.url, token, { url: HOOK })));
         assert.equal(replies.filter((r) => r.status === 201).length, 16);
         assert.equal(replies.filter((r) => r.status === 409).length, 8);

@@ -20,7 +20,7 @@ for (const engine of ENGINES) {
     let accounts = 0;
 
     async function subscriber() {
-      const token = createToken(s.database, `batch-hook-${engine.name}-${accounts++}`).token;
+      const token = (await createToken(s.database, `batch-hook-${engine.name}-${accounts++}`)).token;
       const receiver = await Receiver.start();
       receivers.push(receiver);
       const endpoint = await registerEndpoint(s.url, token, { url: receiver.url() });

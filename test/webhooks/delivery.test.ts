@@ -3,7 +3,7 @@ import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ENGINES_AND_POOLER } from '../helpers/engines.js';
 import { call, postPlant } from '../helpers/http.js';
-import { createTokenAsync } from '../helpers/server.js';
+import { createToken } from '../helpers/server.js';
 import { realServer } from '../helpers/suite.js';
 import {
   deletePlant,
@@ -35,7 +35,7 @@ for (const engine of ENGINES_AND_POOLER) {
 
     /** A fresh account with a receiver and an endpoint subscribed to `events`. */
     async function subscriber(events = ['plant.created', 'plant.updated', 'plant.deleted']) {
-      const token = (await createTokenAsync(s.database, `sub-${engine.name}-${accounts++}`)).token;
+      const token = (await createToken(s.database, `sub-${engine.name}-${accounts++}`)).token;
       const receiver = await Receiver.start();
       receivers.push(receiver);
       const endpoint = await registerEndpoint(s.url, token, { url: receiver.url(), events });
@@ -326,7 +326,7 @@ for (const engine of ENGINES_AND_POOLER) {
         );
       });
       it('shows the error of an attempt that got no answer, and when the next one is due', async () => {
-        const token = (await createTokenAsync(s.database, `refused-${engine.name}`)).token;
+        const token = (await createToken(s.database, `refused-${engine.name}`)).token;
         const closed = await Receiver.start();
         const url = closed.url();
         await closed.close();
@@ -368,13 +368,13 @@ for (const engine of ENGINES_AND_POOLER) {
       const healthy = await Receiver.start();
       try {
         hanging.answer = () => 'hang';
-        const slowAccount = (await createTokenAsync(s.database, `hangs-${engine.name}`)).token;
+        const slowAccount = (await createToken(s.database, `hangs-${engine.name}`)).token;
         await registerEndpoint(s.url, slowAccount, { url: hanging.url() });
         for (let id = 1; id <= 8; id++)
           assert.equal((await postPlant(s.url, slowAccount, { id, name: `p${id}` })).status, 200);
         await hanging.waitFor(1);
 
-        const otherAccount = (await createTokenAsync(s.database, `waits-${engine.name}`)).token;
+        const otherAccount = (await createToken(s.database, `waits-${engine.name}`)).token;
         await registerEndpoint(s.url, otherAccount, { url: healthy.url() });
         const sentAt = Date.now();
         await postPlant(s.url, otherAccount, { id: 1, name: 'not held back' });
