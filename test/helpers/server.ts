@@ -1,11 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { issueToken } from '../../src/auth/api-tokens.js';
 import { SCOPES, type Scope } from '../../src/auth/scopes.js';
 import { parseDuration } from '../../src/config/duration.js';
 import { FIRST_TOKEN_LOGGED } from '../../src/ops/first-token.js';
-import { openStorage } from '../../src/storage/open.js';
 
 /** The log line that says a first-start token was made, as it appears in the JSON stream. */
 const FIRST_TOKEN_LOGGED_JSON = JSON.stringify(FIRST_TOKEN_LOGGED);
@@ -114,7 +112,8 @@ export interface CreatedToken {
 /**
  * A token as `plant-store token create --json` prints one (`extra`: its `--scopes` and `--expires`),
  * made in the test's own process: the tests make some 350, and a run of the command costs a quarter
- * of a second of CPU. The command itself is run by test/cli/cli.test.ts.
+ * of a second of CPU. The command itself is run by test/cli/cli.test.ts. The store's modules load
+ * at the first call (1.2 s of CPU under tsx), not in every file that starts a server.
  */
 export async function createToken(database: string, account: string, extra: string[] = []): Promise<CreatedToken> {
   const { values } = parseArgs({
@@ -124,6 +123,10 @@ export async function createToken(database: string, account: string, extra: stri
   });
   const scopes = values.scopes === undefined ? [...SCOPES] : (values.scopes.split(',') as Scope[]);
   const expiresAt = values.expires === undefined ? null : new Date(Date.now() + parseDuration(values.expires));
+  const [{ openStorage }, { issueToken }] = await Promise.all([
+    import('../../src/storage/open.js'),
+    import('../../src/auth/api-tokens.js'),
+  ]);
   const storage = await openStorage(database, { sqliteWriter: 'inline' });
   try {
     const { record, secret } = await issueToken(storage, account, scopes, expiresAt);
