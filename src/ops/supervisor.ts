@@ -39,18 +39,6 @@ export async function supervise(config: Config, prepareStore: (later: StoreLater
     token = made;
     announce();
   };
-  const firstToken = await prepareStore({
-    token: tokenMade,
-    failed(reason) {
-      log.error({ reason }, 'database: refused for good; stopping');
-      process.stderr.write(`plant-store: ${reason}\n`);
-      exitCode = 1;
-      stop({ reason });
-    },
-  });
-  if (firstToken !== null) tokenMade(firstToken);
-  aggregateWorkerMetrics();
-
   let stopping = false;
   let exitCode = 0;
   const workers = () => Object.values(cluster.workers ?? {}).filter((w) => w !== undefined);
@@ -75,6 +63,30 @@ export async function supervise(config: Config, prepareStore: (later: StoreLater
     if (running === 0) stopped();
     for (const worker of workers()) worker.process.kill('SIGTERM');
   };
+
+  process.on('SIGTERM', () => stop({ signal: 'SIGTERM' }));
+  // The workers ignore SIGINT (the terminal's Ctrl-C reaches them too): this process decides. Its
+  // listener comes before the store is prepared: a Ctrl-C then stops the start, where it killed the
+  // process by signal.
+  onCtrlC({
+    stop: () => stop({ signal: 'SIGINT' }),
+    force: () => {
+      log.error('second SIGINT, exiting');
+      for (const worker of workers()) worker.process.kill('SIGKILL');
+      process.exit(1);
+    },
+  });
+  const firstToken = await prepareStore({
+    token: tokenMade,
+    failed(reason) {
+      log.error({ reason }, 'database: refused for good; stopping');
+      process.stderr.write(`plant-store: ${reason}\n`);
+      exitCode = 1;
+      stop({ reason });
+    },
+  });
+  if (firstToken !== null) tokenMade(firstToken);
+  aggregateWorkerMetrics();
 
   // Workers that have listened: one killed by a signal before it did had nothing in flight.
   const served = new Set<number>();
@@ -110,16 +122,6 @@ export async function supervise(config: Config, prepareStore: (later: StoreLater
       `worker exited; starting another in ${delay} ms`,
     );
     setTimeout(() => stopping || cluster.fork(), delay);
-  });
-  process.on('SIGTERM', () => stop({ signal: 'SIGTERM' }));
-  // The workers ignore SIGINT (the terminal's Ctrl-C reaches them too): this process decides.
-  onCtrlC({
-    stop: () => stop({ signal: 'SIGINT' }),
-    force: () => {
-      log.error('second SIGINT, exiting');
-      for (const worker of workers()) worker.process.kill('SIGKILL');
-      process.exit(1);
-    },
   });
   for (let i = 0; i < config.workers; i++) cluster.fork();
 }
