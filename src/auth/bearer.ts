@@ -12,8 +12,11 @@ declare module 'fastify' {
     caller: Caller | null;
     /** The caller's account: set before anything else of a route that declares a `scope` runs. */
     account: string;
-    /** How long authenticating the request waited on a lookup, in ms: 0 when it was answered from memory. */
-    authWaitedMs: number;
+    /**
+     * How long authenticating the request waited on the store (an API token's lookup), in ms: 0 when
+     * it was answered from memory, or by a JWT (whose wait is on the identity provider).
+     */
+    storeWaitedMs: number;
   }
   interface FastifyContextConfig {
     /** The scope the route needs: its requests are authenticated and authorized first (one onRequest hook). */
@@ -46,12 +49,16 @@ export interface BearerOptions {
 const BEARER = /^bearer +([\x21-\x7e]+) *$/i;
 const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
 
-function authenticate(request: FastifyRequest, verifiers: BearerOptions, mayLookUp: () => boolean) {
+function bearerToken(request: FastifyRequest): string {
   const header = request.headers.authorization;
   if (header === undefined)
     throw missingCredentials('missing Authorization header; send "Authorization: Bearer <token>"');
   const token = BEARER.exec(header)?.[1];
   if (token === undefined) throw missingCredentials('malformed Authorization header; expected "Bearer <token>"');
+  return token;
+}
+
+function authenticate(token: string, verifiers: BearerOptions, mayLookUp: () => boolean) {
   if (token.startsWith(TOKEN_PREFIX)) return verifiers.apiToken(token, mayLookUp);
   if (verifiers.jwt && JWT_SHAPE.test(token)) return verifiers.jwt(token, mayLookUp);
   throw invalidToken('unknown token');
@@ -71,8 +78,8 @@ async function bearerPlugin(app: FastifyInstance, options: BearerOptions) {
 
   app.decorateRequest('caller', null);
   app.decorateRequest('account', '');
-  app.decorateRequest('authWaitedMs', 0);
-  app.decorate('recheckCaller', (request: FastifyRequest) => authenticate(request, options, () => true));
+  app.decorateRequest('storeWaitedMs', 0);
+  app.decorate('recheckCaller', (request: FastifyRequest) => authenticate(bearerToken(request), options, () => true));
   // Callback-style: most requests carry a token checked in the last moment, answered without a promise.
   const requireScope =
     (scope: Scope): onRequestHookHandler =>
@@ -84,19 +91,21 @@ async function bearerPlugin(app: FastifyInstance, options: BearerOptions) {
         if (caller.scopes.has(scope)) done();
         else refuse(insufficientScope(scope));
       };
+      let token: string;
       let caller: Caller | Promise<Caller>;
       try {
-        caller = authenticate(request, options, () => failures === undefined || !failures.isOver(request.ip));
+        token = bearerToken(request);
+        caller = authenticate(token, options, () => failures === undefined || !failures.isOver(request.ip));
       } catch (error) {
         return refuse(error);
       }
-      if (caller instanceof Promise) {
-        const since = performance.now();
-        caller.then((known) => {
-          request.authWaitedMs = performance.now() - since;
-          authorize(known);
-        }, refuse);
-      } else authorize(caller);
+      if (!(caller instanceof Promise)) return authorize(caller);
+      if (!token.startsWith(TOKEN_PREFIX)) return void caller.then(authorize, refuse);
+      const since = performance.now();
+      caller.then((known) => {
+        request.storeWaitedMs = performance.now() - since;
+        authorize(known);
+      }, refuse);
     };
   // A route that declares a scope gets the check as its first onRequest hook (after the app's).
   app.addHook('onRoute', (route) => {

@@ -85,6 +85,9 @@ export async function feedRoutes(app: FastifyInstance, { storage, cursors, hub }
           );
         }
       }
+      // Answered meanwhile (a 503 at the request's deadline: http/store-deadline.ts) or left by the
+      // client: no stream to open, since its response will never close it.
+      if (reply.sent || request.raw.socket.destroyed) return reply;
       const stream = hub.open(account, position, reply.raw, {
         credential: request.headers.authorization ?? '',
         recheck: () => app.recheckCaller(request),

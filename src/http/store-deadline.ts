@@ -6,9 +6,11 @@ import { databaseTimedOut } from '../storage/unavailable.js';
  * (plus 1 s), 503 otherwise. The store bounds each of its calls by the timeout
  * (storage/postgres/bounded.ts), but one request can wait on several, one after another: its
  * token's lookup, a place in the group commit behind a commit still waiting, then its own commit.
- * Here a route's handler gets what authentication left of the timeout (`authWaitedMs`, itself
- * bounded by it: auth/api-token-verifier.ts). The time a client takes to send its body lies
- * between the two, and is not counted: it is not the database's.
+ * Here a route's handler gets what authentication's wait on the store left of the timeout
+ * (`storeWaitedMs`, itself bounded by it: auth/api-token-verifier.ts; a JWT's wait on its identity
+ * provider is not the store's). The time a client takes to send its body lies between the two, and
+ * is not counted: it is not the database's. A handler whose work ends after its 503 was sent goes
+ * on to nothing: what it sends is dropped, with Fastify's warning that the reply was already sent.
  *
  * Only the routes that declare a `scope` wait on the store. An answer that has begun (a streamed
  * list, the change feed) is past the bound: what follows is bounded page by page by the store.
@@ -19,7 +21,7 @@ export function storeDeadline(app: FastifyInstance, timeoutMs: number): void {
     const handler = route.handler;
     route.handler = function boundedHandler(this: FastifyInstance, request, reply) {
       const answer = Promise.resolve(handler.call(this, request, reply));
-      return answerBefore(answer, timeoutMs - request.authWaitedMs, timeoutMs, reply);
+      return answerBefore(answer, timeoutMs - request.storeWaitedMs, timeoutMs, reply);
     } as RouteHandlerMethod;
   });
 }
