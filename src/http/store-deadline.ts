@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyReply, RouteHandlerMethod } from 'fastify';
+import type { FastifyInstance, RouteHandlerMethod } from 'fastify';
+import { answerWithin } from '../deadline.js';
 import { databaseTimedOut } from '../storage/unavailable.js';
 
 /**
@@ -21,33 +22,8 @@ export function storeDeadline(app: FastifyInstance, timeoutMs: number): void {
     const handler = route.handler;
     route.handler = function boundedHandler(this: FastifyInstance, request, reply) {
       const answer = Promise.resolve(handler.call(this, request, reply));
-      return answerBefore(answer, timeoutMs - request.storeWaitedMs, timeoutMs, reply);
+      const late = () => (reply.sent || reply.raw.headersSent ? null : databaseTimedOut(timeoutMs));
+      return answerWithin(answer, Math.max(0, timeoutMs - request.storeWaitedMs), late);
     } as RouteHandlerMethod;
-  });
-}
-
-/**
- * `answer`'s outcome, or a 503 once `budgetMs` have passed with nothing sent. What `answer` ends
- * with later is nobody's answer any more, and is dropped, so that it is neither sent nor logged
- * as an error of a request already answered.
- */
-function answerBefore<T>(answer: Promise<T>, budgetMs: number, timeoutMs: number, reply: FastifyReply) {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(
-      () => {
-        if (!reply.sent && !reply.raw.headersSent) reject(databaseTimedOut(timeoutMs));
-      },
-      Math.max(0, budgetMs),
-    );
-    answer.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
   });
 }
