@@ -183,7 +183,7 @@ describe(
 );
 
 describe(
-  'a request that waits on the database more than once (its token looked up again, then its commit) is answered within --database-timeout plus 1 s in all',
+  'a request that waits on the database more than once (its token looked up again, then its commit or the feed head) is answered within --database-timeout plus 1 s in all',
   {
     skip: OWN_POSTGRES_SKIP,
   },
@@ -195,6 +195,8 @@ describe(
     const LATENCY_MS = 900;
     let server: RunningServer;
     const answers: { status: number; retryAfter: string | null; ms: number }[] = [];
+    let feed = { status: 0, ms: 0 };
+    let streamsOpenAfter = Number.NaN;
 
     before(async () => {
       server = await startServer({
@@ -218,10 +220,25 @@ describe(
       };
       // The pool's connections dialled and the token known while the network is fast.
       assert.deepEqual(new Set((await Promise.all([1, 2, 3, 4].map(create))).map((a) => a.status)), new Set([200]));
+      // A change feed opened meanwhile waits on the feed's head after the token: its 503 comes
+      // first, the head later, and no stream may be opened on the answered response.
+      const openFeed = async () => {
+        const started = performance.now();
+        const aborted = new AbortController();
+        const response = await fetch(`${server.url}/events`, {
+          headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
+          signal: aborted.signal,
+        });
+        feed = { status: response.status, ms: performance.now() - started };
+        aborted.abort();
+      };
       proxy.latency(LATENCY_MS);
       await sleep(600);
-      answers.push(...(await Promise.all([11, 12, 13].map(create))));
+      const [created] = await Promise.all([Promise.all([11, 12, 13].map(create)), openFeed()]);
+      answers.push(...created);
       proxy.latency(0);
+      await sleep(2 * LATENCY_MS + 500);
+      streamsOpenAfter = await metric(server.url, 'plant_store_feed_streams_open');
     });
 
     after(async () => {
@@ -237,6 +254,13 @@ describe(
         else assert.ok(Number(answer.retryAfter) >= 1, `Retry-After: ${answer.retryAfter}`);
       }
       assertStillServing(server);
+    });
+
+    it('answers a change feed whose head comes after its 503 with that 503, and opens no stream for it', () => {
+      report('two waits in one request', { feed: `${feed.status} after ${feed.ms.toFixed(0)} ms` });
+      assert.equal(feed.status, 503, 'the feed waited past the deadline: else this case proves nothing');
+      assert.ok(feed.ms <= ANSWER_BOUND_MS, `answered after ${feed.ms.toFixed(0)} ms`);
+      assert.equal(streamsOpenAfter, 0, 'plant_store_feed_streams_open');
     });
   },
 );
