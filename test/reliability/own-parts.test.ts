@@ -167,8 +167,16 @@ describe('the webhook delivery thread dying is logged at error and started again
   });
 });
 
-/** GET /healthz on a connection of its own, so that the primary hands it to a live worker. */
-const getAlone = async (url: string) => (await oneShot(`${url}/healthz`)).status;
+/**
+ * GET /healthz on a connection of its own, so that the primary hands it to a live worker; 0 when
+ * no answer comes within 3 s. Node's cluster keeps a connection it is handing to a worker until
+ * that worker takes it: one handed to the worker just killed is never answered
+ * (docs/operating.md, "Several processes on one machine"), and held the test until its file's time-out.
+ */
+const getAlone = async (url: string) => {
+  const answer = await Promise.race([oneShot(`${url}/healthz`), sleep(3_000).then(() => null)]);
+  return answer?.status ?? 0;
+};
 
 describe('a --workers process killed by a signal is replaced within 2 s while the others keep serving', () => {
   let store: Awaited<ReturnType<typeof sqlite.fresh>>;
@@ -224,7 +232,10 @@ describe('a --workers process killed by a signal is replaced within 2 s while th
       // on a machine busy with other tests, so its listening is bounded more loosely.
       assert.ok(listeningMs < 8_000, `listening after ${listeningMs.toFixed(0)} ms`);
       assert.ok(statuses.length > 10);
-      assert.deepEqual([...new Set(statuses)], [200], 'every request on a new connection was served meanwhile');
+      // Every request on a new connection was served meanwhile, but for the one the primary may have
+      // been handing to the victim as it died.
+      assert.ok(statuses.filter((s) => s === 0).length <= 1, `${statuses.filter((s) => s === 0).length} unanswered`);
+      assert.deepEqual([...new Set(statuses.filter((s) => s !== 0))], [200]);
       const exited = server
         .stdout()
         .split('\n')
