@@ -1,4 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { SCOPES, type Scope } from '../../src/auth/scopes.js';
@@ -10,7 +12,48 @@ const FIRST_TOKEN_LOGGED_JSON = JSON.stringify(FIRST_TOKEN_LOGGED);
 
 /** Real servers and real CLI runs, from the built `dist/` (npm test builds it first). */
 
-export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The most recently changed file below `dir`, and when it changed. */
+function newestFile(dir: string): { path: string; mtimeMs: number } {
+  let newest = { path: dir, mtimeMs: 0 };
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    const { mtimeMs } = statSync(path);
+    if (mtimeMs > newest.mtimeMs) newest = { path, mtimeMs };
+  }
+  return newest;
+}
+
+/**
+ * Tests run the build, not the source: a file run alone with tsx after an edit of `src/` would
+ * otherwise test yesterday's server without a word. Each build is checked against its source.
+ */
+function assertBuildIsCurrent(): void {
+  for (const [source, built] of [
+    ['src', 'dist/cli.js'],
+    ['client/src', 'client/dist/index.js'],
+  ] as const) {
+    let builtAt: number;
+    try {
+      builtAt = statSync(join(ROOT, built)).mtimeMs;
+    } catch {
+      throw new Error(`${built} does not exist: run \`npm run build\` before the tests (npm test does).`);
+    }
+    const newest = newestFile(join(ROOT, source));
+    if (newest.mtimeMs > builtAt) {
+      throw new Error(
+        `${built} is older than ${relative(ROOT, newest.path)}: the tests would run the old build. ` +
+          'Run `npm run build` first (npm test does).',
+      );
+    }
+  }
+}
+
+assertBuildIsCurrent();
+
+export const CLI = join(ROOT, 'dist/cli.js');
 
 export interface RunningServer {
   url: string;
