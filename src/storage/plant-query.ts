@@ -21,7 +21,7 @@ export const PLANT_ORDERS = Object.keys(ORDERS) as PlantOrder[];
  * the same plants have the same form). `PlantFilter` is derived from this table, and so are the
  * cursor's digest and the page cache's key (`canonicalFilter`) and each engine's choice of plan
  * (`onlyFilter`); what cannot be derived (the query parameter, the SQL) is a table keyed by
- * `keyof PlantFilter` in its place (plants/list-filters.ts, each engine's plant-listing.ts), so a
+ * `keyof PlantFilter` in its place (plants/list-query.ts, each engine's plant-listing.ts), so a
  * filter added here and forgotten there does not compile.
  */
 const FILTERS = {

@@ -22,7 +22,7 @@ export interface DeliveryThreadData {
 export type DeliveryThreadMessage =
   { threadId: number } | { warn: { fields: Record<string, unknown>; message: string } };
 
-/** How often the event loop tells the thread whether the API is busy (api-load.ts judges over 200 ms). */
+/** How often the event loop tells the thread whether the API is busy (saturation.ts judges over 200 ms). */
 const BUSY_EVERY_MS = 100;
 /** A thread that ended unasked is started again after this long. */
 const RESTART_AFTER_MS = 1_000;
@@ -32,7 +32,7 @@ export interface DeliveryThreadOptions {
   allowPrivate: boolean;
   log: DeliveryLog & { error(fields: Record<string, unknown>, message: string): void };
   attempts: AttemptCounts;
-  /** The server whose saturation the thread gives way to (api-load.ts). */
+  /** The server whose saturation the thread gives way to (saturation.ts). */
   server: Server;
 }
 
@@ -79,7 +79,7 @@ export class DeliveryThread {
     await exited;
   }
 
-  /** The CPU the thread has used, in microseconds (Linux; else 0): the API's saturation leaves it out (api-load.ts). */
+  /** The CPU the thread has used, in microseconds (Linux; else 0): the API's saturation leaves it out (saturation.ts). */
   cpuMicros(): number {
     return this.threadId === null ? 0 : threadCpuMicros(this.threadId);
   }

@@ -160,3 +160,57 @@ describe('the README is a front page', () => {
     assert.ok(lines <= 250, `README.md has ${lines} lines`);
   });
 });
+
+/** The files git tracks (and new ones not yet added): what a path named in prose or a comment must be. */
+function trackedFiles(): string[] {
+  const out = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  return out.split('\n').filter((file) => file !== '' && existsSync(join(ROOT, file)));
+}
+
+/**
+ * The comments of a TypeScript file (line and block), or a Markdown page whole: where a reader is
+ * sent to a file. A string in code is left out: a path the program builds is tested by running it.
+ */
+function prose(file: string): string {
+  const text = readFileSync(join(ROOT, file), 'utf8');
+  return file.endsWith('.ts') ? (text.match(/\/\/.*|\/\*[\s\S]*?\*\//g) ?? []).join('\n') : text;
+}
+
+describe('every file named in the manual and in the comments of src/ exists', () => {
+  it('finds each path with a folder of the repository or of src/ in it, and each source file named alone', () => {
+    const tracked = trackedFiles();
+    const names = new Set(tracked.map((file) => file.slice(file.lastIndexOf('/') + 1)));
+    const folders = new Set(
+      tracked.flatMap((file) => {
+        const parts = file.split('/');
+        return parts[0] === 'src' && parts.length > 2 ? [parts[1]!] : parts.length > 1 ? [parts[0]!] : [];
+      }),
+    );
+    const readers = tracked.filter(
+      (file) =>
+        (file.startsWith('src/') && file.endsWith('.ts')) ||
+        (file.endsWith('.md') && !file.startsWith('bench/results/') && !file.startsWith('patches/')),
+    );
+    const missing: string[] = [];
+    for (const file of readers) {
+      for (const match of prose(file).matchAll(
+        /(?<![\w@:/.-])((?:[\w.-]+\/)*[\w-]+\.(?:ts|js|md|json|sh|ini))(?![\w/-])/g,
+      )) {
+        const path = match[1]!;
+        const first = path.split('/')[0]!;
+        if (!path.includes('/')) {
+          if (path.endsWith('.ts') && !names.has(path)) missing.push(`${file}: ${path}`);
+          continue;
+        }
+        if (!folders.has(first)) continue;
+        const candidates = [path, `src/${path}`, join(dirname(file), path)];
+        if (!candidates.some((candidate) => existsSync(join(ROOT, candidate)))) missing.push(`${file}: ${path}`);
+      }
+    }
+    assert.deepEqual(missing, [], 'files named that do not exist');
+  });
+});
