@@ -17,10 +17,30 @@
  * bundle would not start those any faster, and as packages they load as their authors ship them
  * (ioredis's CommonJS exports, bundled, lost the named `Redis`).
  */
-import { readdirSync, rmSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const root = new URL('..', import.meta.url).pathname;
+
+// The driver's fixes (patches/, applied by patch-package at install) must be in what is bundled: an
+// install that skipped them (`npm ci --ignore-scripts`) would otherwise ship the unpatched driver
+// without a word. Each patched file must hold as many of the patch's markers as the patch adds.
+const MARKER = 'Patched by plant-store';
+for (const patch of readdirSync(`${root}patches`).filter((file) => file.endsWith('.patch'))) {
+  for (const part of readFileSync(`${root}patches/${patch}`, 'utf8')
+    .split(/^diff --git /m)
+    .slice(1)) {
+    const file = /^a\/(\S+)/.exec(part)[1];
+    const expected = part.split('\n').filter((line) => line.startsWith('+') && line.includes(MARKER)).length;
+    const found = readFileSync(`${root}${file}`, 'utf8').split(MARKER).length - 1;
+    if (found !== expected) {
+      console.error(
+        `${file} lacks the fixes of patches/${patch} (${found} of ${expected} marks): run \`npx patch-package\` (npm install does), then build again.`,
+      );
+      process.exit(1);
+    }
+  }
+}
 const external = ['better-sqlite3', '@fastify/swagger-ui', 'pino', '@opentelemetry/*', 'jose', 'ioredis'];
 
 const { metafile } = await build({
