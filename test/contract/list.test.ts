@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { ENGINES_AND_POOLER, sqlite } from '../helpers/engines.js';
 import { call, listPlants, nextLink, postPlant } from '../helpers/http.js';
@@ -76,6 +77,60 @@ for (const engine of ENGINES_AND_POOLER) {
         assert.equal(reply.status, 400);
         assert.ok(isErrorBody(reply), reply.text);
         assert.match((reply.json as { message: string }).message, /^cursor /);
+      });
+    });
+
+    describe('a cursor the server did not make is a 400 naming cursor, with or without limit', () => {
+      /**
+       * The cursor's digest is not keyed (plants/cursor.ts), so anyone can make one that passes it:
+       * what it holds must then be checked in full. These are cursors of an unfiltered listing.
+       */
+      function forged(sort: string, position: string): string {
+        const body = Buffer.from(position).toString('base64url');
+        const canonical = JSON.stringify([sort, null, null, body]);
+        return `${body}.${createHash('sha256').update(canonical).digest().subarray(0, 12).toString('base64url')}`;
+      }
+      const cursors: Array<[string, string]> = [
+        // The two of the report, as they were sent.
+        ['', 'WyI5MjIzMzcyMDM2ODU0Nzc1ODA4Il0.MDcX_O05-wiYwglN'],
+        ['&sort=name', 'WyIxIix0cnVlXQ.oCs5BsH4cHFUj5zM'],
+        ['', forged('id', '["-9223372036854775809"]')],
+        ['', forged('id', '["99999999999999999999999999"]')],
+        ['', forged('id', '[1]')],
+        ['', forged('id', '["01"]')],
+        ['', forged('id', '["1e3"]')],
+        ['', forged('id', '["-0"]')],
+        ['', forged('id', '["1","a"]')],
+        ['', forged('id', '{"id":"1"}')],
+        ['', forged('id', '"1"')],
+        ['', forged('id', '[')],
+        ['&sort=name', forged('name', '["1"]')],
+        ['&sort=name', forged('name', '["1",""]')],
+        ['&sort=-name', forged('-name', '["1",null]')],
+        ['&sort=name', forged('name', `["1","${'x'.repeat(257)}"]`)],
+        ['&sort=name', forged('name', '["1","a\\u0000"]')],
+        ['&sort=name', forged('name', '["1","\\ud800"]')],
+      ];
+      it('refuses each made-up position, and logs no error', async () => {
+        await postPlant(s.url, s.token, { id: 1, name: 'a' });
+        for (const [sort, cursor] of cursors) {
+          for (const limit of ['&limit=2', '']) {
+            const query = `?cursor=${cursor}${sort}${limit}`;
+            const reply = await listPlants(s.url, s.token, query);
+            assert.equal(reply.status, 400, `${query}: ${reply.text}`);
+            assert.ok(isErrorBody(reply), `${query}: ${reply.text}`);
+            assert.match((reply.json as { message: string }).message, /^cursor /, query);
+          }
+        }
+        const errors = s
+          .server!.stdout()
+          .split('\n')
+          .filter((line) => line.includes('"level":50'));
+        assert.deepEqual(errors, []);
+      });
+      it('still accepts a position it could have made', async () => {
+        const reply = await listPlants(s.url, s.token, `?limit=2&sort=name&cursor=${forged('name', '["0","a"]')}`);
+        assert.equal(reply.status, 200, reply.text);
       });
     });
 
