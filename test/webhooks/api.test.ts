@@ -261,6 +261,9 @@ for (const engine of ENGINES) {
         ['a url with a trailing newline', { url: `${HOOK}\n` }, /url.*spaces or control characters/],
         ['a url with a tab inside', { url: 'http://127.0.0.1/ho\tok' }, /url.*spaces or control characters/],
         ['enabled that is not a boolean', { url: HOOK, enabled: 'no' }, /enabled/],
+        // Stored as sent, it would be read back as U+FFFD: another URL than the one answered.
+        ['a url with a lone surrogate', { url: `${HOOK}\ud800` }, /url.*unpaired surrogate/],
+        ['a description with a lone surrogate', { url: HOOK, description: 'a\udc00' }, /description.*surrogate/],
       ];
       for (const [what, body, message] of cases) {
         it(`POST /webhooks with ${what}`, async () => {
@@ -275,6 +278,7 @@ for (const engine of ENGINES) {
         for (const [body, message] of [
           [{ enabled: 'yes' }, /enabled/],
           [{ url: 'not a url' }, /url/],
+          [{ url: `${HOOK}\ud800` }, /url.*unpaired surrogate/],
           [{ events: [] }, /events/],
         ] as const) {
           const reply = await patchWebhook(s.url, s.token, created.id, body);
