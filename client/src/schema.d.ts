@@ -173,7 +173,7 @@ export interface paths {
     put?: never;
     /**
      * Registers a webhook endpoint
-     * @description Needs webhooks:manage. The answer holds the signing secret, shown only here. At most 16 endpoints per account. The URL must be https and resolve only to public addresses (checked again at each delivery).
+     * @description Needs webhooks:manage, and plants:read as well: an endpoint receives plants, and its token must be able to read them. The answer holds the signing secret, shown only here. At most 16 endpoints per account. The URL must be https and resolve only to public addresses (checked again at each delivery); a refused URL gets one message that names the rule, never what its host resolves to.
      */
     post: operations['createWebhook'];
     delete?: never;
@@ -205,7 +205,7 @@ export interface paths {
     head?: never;
     /**
      * Changes url, events, description or enabled
-     * @description Needs webhooks:manage. A new url is checked as at registration. enabled: false stops deliveries and fails the pending ones (recover them after enabling it again); true resumes deliveries, also after a 410 disabled it.
+     * @description Needs webhooks:manage; to change url or events or to set enabled: true, plants:read as well: an endpoint receives plants, and its token must be able to read them. A new url is checked as at registration. enabled: false stops deliveries and fails the pending ones (recover them after enabling it again); true resumes deliveries, also after a 410 disabled it.
      */
     patch: operations['updateWebhook'];
     trace?: never;
