@@ -16,7 +16,7 @@ import {
   noteEarlyAnswer,
   refuseConnect,
   refuseExpectation,
-  requireHostHeader,
+  requireValidHost,
 } from './http/client-errors.js';
 import { cors } from './http/cors.js';
 import { parseJsonBody, refuseEncodedBody } from './http/json-body.js';
@@ -90,7 +90,7 @@ function serverOptions(config: Config, destination: LogDestination): FastifyServ
     clientErrorHandler,
     frameworkErrors: frameworkErrorHandler,
     bodyLimit: LIMITS.bodyBytes,
-    // Next links are built from the request's scheme and host: behind a proxy, from X-Forwarded-*.
+    // Behind a proxy, the client's address (--auth-failure-limit) comes from X-Forwarded-For.
     trustProxy: config.trustProxy,
     // Slow or idle clients must not hold sockets forever.
     connectionTimeout: 60_000,
@@ -134,7 +134,7 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   securityHeaders(app);
   await app.register(observability, { traceIdOf: tracing?.traceIdOf, destination });
   await app.register(gracefulStop);
-  app.addHook('onRequest', requireHostHeader);
+  app.addHook('onRequest', requireValidHost);
   // Before routing decides: a preflight is answered here, and 404s and 405s carry the CORS headers.
   let methodsOf: (path: string) => string | null = () => null;
   cors(app, config.corsOrigins, (path) => methodsOf(path));

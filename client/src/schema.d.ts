@@ -75,7 +75,7 @@ export interface paths {
     };
     /**
      * Returns all plants from the system that the user has access to
-     * @description Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed; if the store fails half-way the response is broken off (no closing ]), never ended short. With limit, when more plants remain, a Link header with rel="next" gives the URL of the next page; the cursor in it carries the filters and order. Prefer: count=exact adds X-Total-Count.
+     * @description Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed; if the store fails half-way the response is broken off (no closing ]), never ended short. With limit, when more plants remain, a Link header with rel="next" gives the next page, relative to the request URL; the cursor in it carries the filters and order. Prefer: count=exact adds X-Total-Count.
      */
     get: operations['listPlants'];
     put?: never;
@@ -909,7 +909,7 @@ export interface operations {
       /** @description The plants that match, in the order asked */
       200: {
         headers: {
-          /** @description <URL>; rel="next" when more plants remain; its cursor carries the filters and order */
+          /** @description </plants?...&cursor=...>; rel="next" when more plants remain: the next page, relative to the request's URL (RFC 8288); its cursor carries the filters and order */
           Link?: string;
           /** @description With Prefer: count=exact: how many plants match the filters over all pages */
           'X-Total-Count'?: number;

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { ENGINES_AND_POOLER, sqlite } from '../helpers/engines.js';
 import { call, listPlants, nextLink, postPlant } from '../helpers/http.js';
+import { rawExchange } from '../helpers/raw-http.js';
 import { createToken } from '../helpers/server.js';
 import { isErrorBody, realServer } from '../helpers/suite.js';
 
@@ -206,15 +207,46 @@ for (const engine of ENGINES_AND_POOLER) {
   });
 }
 
-describe('behind a proxy (--trust-proxy), next links use the forwarded scheme and host', () => {
+describe('next links are relative to the request URL: no header goes into them, and a Host that is not a host is refused', () => {
+  // Behind a proxy that is trusted, X-Forwarded-* would be believed: it is the case to show.
   const s = realServer(sqlite, ['--trust-proxy', 'true']);
-  it('builds the Link from X-Forwarded-Proto and X-Forwarded-Host', async () => {
+  const BREAKOUT = 'evil.example/x>; rel="preload", <http://a';
+  const port = () => Number(new URL(s.url).port);
+  const get = (host: string, more = '') =>
+    rawExchange(
+      port(),
+      `GET /plants?limit=1&sort=name HTTP/1.1\r\nHost: ${host}\r\n${more}Authorization: Bearer ${s.token}\r\nConnection: close\r\n\r\n`,
+    );
+
+  it('sends </plants?...&cursor=...>; rel="next", whatever Host and X-Forwarded-* say', async () => {
     await postPlant(s.url, s.token, { id: 1, name: 'a' });
     await postPlant(s.url, s.token, { id: 2, name: 'b' });
-    const reply = await call(`${s.url}/plants?limit=1`, {
-      token: s.token,
-      headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'shop.example' },
-    });
-    assert.match(nextLink(reply) ?? '', /^https:\/\/shop\.example\/plants\?limit=1&cursor=/);
+    for (const host of ['shop.example', '127.0.0.1:8080', '[::1]:80']) {
+      const { responses } = await get(host, `X-Forwarded-Proto: https\r\nX-Forwarded-Host: ${BREAKOUT}\r\n`);
+      assert.equal(responses[0]?.status, 200, host);
+      assert.match(
+        responses[0]!.headers.link ?? '',
+        /^<\/plants\?limit=1&sort=name&cursor=[\w.-]+>; rel="next"$/,
+        host,
+      );
+    }
+    // Resolved against the request's URL, it is the next page.
+    const next = nextLink(await listPlants(s.url, s.token, '?limit=1'))!;
+    assert.deepEqual((await call(next, { token: s.token })).json, [{ name: 'b' }]);
+  });
+  it('answers 400 with the Error body to a Host that is not a host name or address, or to two Hosts', async () => {
+    for (const [host, more] of [
+      [BREAKOUT, ''],
+      ['a b', ''],
+      ['shop.example:port', ''],
+      ['shop.example', 'Host: other.example\r\n'],
+    ]) {
+      const { responses } = await get(host!, more);
+      assert.equal(responses[0]?.status, 400, host);
+      assert.equal(responses[0]!.headers.link, undefined);
+      const body = JSON.parse(responses[0]!.body.toString()) as { error: number; message: string };
+      assert.equal(body.error, 400);
+      assert.match(body.message, /^the Host header /);
+    }
   });
 });
