@@ -717,7 +717,7 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description Request headers larger than 16 KiB. */
+    /** @description Request headers larger than 16 KiB, or more than 1000 header fields (none is dropped unread). */
     Error431: {
       headers: {
         [name: string]: unknown;
@@ -764,7 +764,7 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description Any other error, with the same Error body: 404 (no such path), 405 (method not allowed; see Allow), 408 (request too slow), 417 (unsupported Expect), 431 (headers too large). */
+    /** @description Any other error, with the same Error body: 404 (no such path), 405 (method not allowed; see Allow), 408 (request too slow), 417 (unsupported Expect), 431 (headers too large, or too many). */
     OtherErrors: {
       headers: {
         [name: string]: unknown;

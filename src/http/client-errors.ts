@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError, rawErrorResponse } from '../errors.js';
+import { LIMITS } from '../limits.js';
 import { type ParserError, parserErrorMessage } from './parser-message.js';
 import { currentResponse } from './socket-response.js';
 
@@ -98,5 +99,19 @@ export function requireValidHost(request: FastifyRequest, _reply: FastifyReply, 
     HOST.test(host) && hostLines(request.raw.rawHeaders) === 1
       ? undefined
       : new HttpError(400, 'the Host header must be given once, as a host name or address with an optional port'),
+  );
+}
+
+/**
+ * Node keeps about the first 1,000 header fields of a request and drops the rest without a word,
+ * so an `Authorization` after 999 others read as missing. The server keeps them all instead
+ * (`maxHeadersCount: 0`; their bytes stay bounded by the 16 KiB header limit), and a request with
+ * more than LIMITS.headerFields is refused here, before anything reads them: 431, as for too many bytes.
+ */
+export function refuseTooManyHeaders(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
+  done(
+    request.raw.rawHeaders.length / 2 > LIMITS.headerFields
+      ? new HttpError(431, `request has more than ${LIMITS.headerFields} header fields`)
+      : undefined,
   );
 }
