@@ -80,7 +80,10 @@ const HOST = /^(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::\d{0,5})?$/;
 
 function hostLines(rawHeaders: string[]): number {
   let count = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === 'host') count++;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 4 && name.toLowerCase() === 'host') count++;
+  }
   return count;
 }
 
