@@ -84,7 +84,7 @@ function requests(): object[] {
         return { ...request, method: 'GET', path, headers: { authorization: `Bearer ${token}` }, body: undefined };
       },
       onResponse: (_status: number, text: string, _context: unknown, headers: Record<string, string>) => {
-        const path = /<https?:\/\/[^/]+(\/[^>]*)>/.exec(headers.link ?? '')?.[1];
+        const path = /<(?:https?:\/\/[^/]+)?(\/[^>]*)>/.exec(headers.link ?? '')?.[1];
         const account = /"name":"m(\d+) /.exec(text)?.[1];
         if (path && account && waiting.length < 256) waiting.push([tokens[Number(account) - 1]!, path]);
       },

@@ -102,7 +102,7 @@ end
 function response(status, headers, body)
   local link = headers["link"] or headers["Link"]
   if link == nil or #waiting >= maxWaiting then return end
-  local path = string.match(link, "<https?://[^/]+(/[^>]*)>")
+  local path = string.match(link, "<(/[^>]*)>") or string.match(link, "<https?://[^/]+(/[^>]*)>")
   local account = string.match(body, '"name":"m(%d+) ')
   if path and account then waiting[#waiting + 1] = { tonumber(account), path } end
 end

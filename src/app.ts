@@ -16,7 +16,8 @@ import {
   noteEarlyAnswer,
   refuseConnect,
   refuseExpectation,
-  requireHostHeader,
+  refuseTooManyHeaders,
+  requireValidHost,
 } from './http/client-errors.js';
 import { cors } from './http/cors.js';
 import { parseJsonBody, refuseEncodedBody } from './http/json-body.js';
@@ -90,7 +91,7 @@ function serverOptions(config: Config, destination: LogDestination): FastifyServ
     clientErrorHandler,
     frameworkErrors: frameworkErrorHandler,
     bodyLimit: LIMITS.bodyBytes,
-    // Next links are built from the request's scheme and host: behind a proxy, from X-Forwarded-*.
+    // Behind a proxy, the client's address (--auth-failure-limit) comes from X-Forwarded-For.
     trustProxy: config.trustProxy,
     // Slow or idle clients must not hold sockets forever.
     connectionTimeout: 60_000,
@@ -108,8 +109,9 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   app.server.headersTimeout = 10_000;
   // Node checks the headers and request timeouts every 30 s by default, so a 10 s limit could
   // hold a socket for 40 s; every second keeps each limit to within a second.
-  // Missing Host and CONNECT get the `Error` body here instead of Node's empty answers.
-  Object.assign(app.server, { connectionsCheckingInterval: 1_000, requireHostHeader: false });
+  // Missing Host and CONNECT get the `Error` body here instead of Node's empty answers; every
+  // header field is kept, so that too many are refused (refuseTooManyHeaders), never dropped.
+  Object.assign(app.server, { connectionsCheckingInterval: 1_000, requireHostHeader: false, maxHeadersCount: 0 });
   app.server.on('connect', refuseConnect);
   app.server.on('checkExpectation', refuseExpectation);
 
@@ -134,7 +136,8 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   securityHeaders(app);
   await app.register(observability, { traceIdOf: tracing?.traceIdOf, destination });
   await app.register(gracefulStop);
-  app.addHook('onRequest', requireHostHeader);
+  app.addHook('onRequest', refuseTooManyHeaders);
+  app.addHook('onRequest', requireValidHost);
   // Before routing decides: a preflight is answered here, and 404s and 405s carry the CORS headers.
   let methodsOf: (path: string) => string | null = () => null;
   cors(app, config.corsOrigins, (path) => methodsOf(path));

@@ -24,6 +24,11 @@ export class HttpError extends Error {
     readonly statusCode: number,
     message: string,
     readonly headers: Record<string, string> = {},
+    /**
+     * Why, for the operator's log alone: what the answer must not tell the client (which of the
+     * ways a token fails, what a webhook's host resolves to). Logged at info with the refusal.
+     */
+    readonly logReason?: string,
   ) {
     super(message);
   }
@@ -83,6 +88,9 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
     (error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE'
       ? `request body is larger than ${request.routeOptions?.bodyLimit ?? LIMITS.bodyBytes} bytes`
       : answer.message;
+  if (error instanceof HttpError && error.logReason !== undefined) {
+    request.log.info({ status: statusCode, reason: error.logReason }, 'request refused');
+  }
   if (statusCode >= 500) {
     // An HttpError is an answer given on purpose (stopping, a provider down): worth a line, not a stack.
     if (error instanceof HttpError) request.log.warn({ status: statusCode, reason: message }, 'request refused');

@@ -5,6 +5,8 @@
  */
 export const LIMITS = {
   bodyBytes: 16 * 1024,
+  /** Header fields of one request (their bytes are bounded apart, by Node's 16 KiB). */
+  headerFields: 1000,
   textLength: 256,
   /** `tag` may repeat this many times in one listing. */
   tagFilters: 16,

@@ -104,9 +104,9 @@ export class PlantStore {
     const query = { limit, cursor: cursor ?? undefined, tag: tags, ...filters };
     const headers = { prefer: count ? 'count=exact' : undefined };
     const reply = await this.#http.send({ method: 'GET', path: '/plants', query, headers }, options);
-    const next = nextLink(reply.headers);
+    const next = nextLink(reply.headers, reply.url);
     const page: PlantPage = { plants: reply.body as Plant[], next, cursor: null };
-    if (next !== null) page.cursor = new URL(next, 'http://x').searchParams.get('cursor');
+    if (next !== null) page.cursor = new URL(next).searchParams.get('cursor');
     const total = reply.headers.get('x-total-count');
     if (count && total !== null) page.total = Number(total);
     return page;

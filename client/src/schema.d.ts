@@ -75,7 +75,7 @@ export interface paths {
     };
     /**
      * Returns all plants from the system that the user has access to
-     * @description Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed; if the store fails half-way the response is broken off (no closing ]), never ended short. With limit, when more plants remain, a Link header with rel="next" gives the URL of the next page; the cursor in it carries the filters and order. Prefer: count=exact adds X-Total-Count.
+     * @description Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed; if the store fails half-way the response is broken off (no closing ]), never ended short. With limit, when more plants remain, a Link header with rel="next" gives the next page, relative to the request URL; the cursor in it carries the filters and order. Prefer: count=exact adds X-Total-Count.
      */
     get: operations['listPlants'];
     put?: never;
@@ -173,7 +173,7 @@ export interface paths {
     put?: never;
     /**
      * Registers a webhook endpoint
-     * @description Needs webhooks:manage. The answer holds the signing secret, shown only here. At most 16 endpoints per account. The URL must be https and resolve only to public addresses (checked again at each delivery).
+     * @description Needs webhooks:manage, and plants:read as well: an endpoint receives plants, and its token must be able to read them. The answer holds the signing secret, shown only here. At most 16 endpoints per account. The URL must be https and resolve only to public addresses (checked again at each delivery); a refused URL gets one message that names the rule, never what its host resolves to.
      */
     post: operations['createWebhook'];
     delete?: never;
@@ -205,7 +205,7 @@ export interface paths {
     head?: never;
     /**
      * Changes url, events, description or enabled
-     * @description Needs webhooks:manage. A new url is checked as at registration. enabled: false stops deliveries and fails the pending ones (recover them after enabling it again); true resumes deliveries, also after a 410 disabled it.
+     * @description Needs webhooks:manage; to change url or events or to set enabled: true, plants:read as well: an endpoint receives plants, and its token must be able to read them. A new url is checked as at registration. enabled: false stops deliveries and fails the pending ones (recover them after enabling it again); true resumes deliveries, also after a 410 disabled it.
      */
     patch: operations['updateWebhook'];
     trace?: never;
@@ -717,7 +717,7 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description Request headers larger than 16 KiB. */
+    /** @description Request headers larger than 16 KiB, or more than 1000 header fields (none is dropped unread). */
     Error431: {
       headers: {
         [name: string]: unknown;
@@ -764,7 +764,7 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description Any other error, with the same Error body: 404 (no such path), 405 (method not allowed; see Allow), 408 (request too slow), 417 (unsupported Expect), 431 (headers too large). */
+    /** @description Any other error, with the same Error body: 404 (no such path), 405 (method not allowed; see Allow), 408 (request too slow), 417 (unsupported Expect), 431 (headers too large, or too many). */
     OtherErrors: {
       headers: {
         [name: string]: unknown;
@@ -909,7 +909,7 @@ export interface operations {
       /** @description The plants that match, in the order asked */
       200: {
         headers: {
-          /** @description <URL>; rel="next" when more plants remain; its cursor carries the filters and order */
+          /** @description </plants?...&cursor=...>; rel="next" when more plants remain: the next page, relative to the request's URL (RFC 8288); its cursor carries the filters and order */
           Link?: string;
           /** @description With Prefer: count=exact: how many plants match the filters over all pages */
           'X-Total-Count'?: number;

@@ -29,6 +29,8 @@ export interface Reply {
   status: number;
   headers: Headers;
   body: unknown;
+  /** The URL the call was sent to: what a relative link in the answer is relative to. */
+  url: string;
 }
 
 export interface TransportOptions {
@@ -76,7 +78,12 @@ export class Transport {
       }
       const { status } = answer;
       if ((status >= 200 && status < 300) || status === 304 || (uncertain && status === call.doneIfRetriedAndAnswered))
-        return { status, headers: answer.headers, body: answer.text === '' ? undefined : parseJson(answer.text) };
+        return {
+          status,
+          headers: answer.headers,
+          body: answer.text === '' ? undefined : parseJson(answer.text),
+          url: url.href,
+        };
       const error = toError(answer, attempt);
       const waitMs = error.retryAfter !== undefined ? error.retryAfter * 1000 : backoffMs(retry, attempt - 1);
       if (last || !isRetryableStatus(status) || waitMs > retry.maxDelayMs) throw error;
@@ -130,11 +137,13 @@ function toError(answer: { status: number; headers: Headers; text: string }, att
   );
 }
 
-/** The URL of a `Link: <...>; rel="next"` header, or null. */
-export function nextLink(headers: Headers): string | null {
+/** The URL of a `Link: <...>; rel="next"` header, resolved against `base` (the server sends it relative), or null. */
+export function nextLink(headers: Headers, base: string): string | null {
   for (const part of (headers.get('link') ?? '').split(/,(?=\s*<)/)) {
     const match = /^\s*<([^>]*)>(.*)$/.exec(part);
-    if (match && /;\s*rel="?(?:[^"]*\s)?next(?:\s[^"]*)?"?\s*(?:;|$)/i.test(match[2]!)) return match[1]!;
+    if (match && /;\s*rel="?(?:[^"]*\s)?next(?:\s[^"]*)?"?\s*(?:;|$)/i.test(match[2]!)) {
+      return new URL(match[1]!, base).href;
+    }
   }
   return null;
 }

@@ -23,7 +23,7 @@ export interface PlantPatch {
 
 export interface PlantPage {
   plants: Plant[];
-  /** The `Link: rel="next"` URL, or null on the last page. */
+  /** The `Link: rel="next"` URL (absolute: resolved against the request's), or null on the last page. */
   next: string | null;
   /** The opaque cursor of `next`, to pass to `listPlants` again (with the same filters and order). */
   cursor: string | null;

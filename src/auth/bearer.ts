@@ -58,6 +58,16 @@ function bearerToken(request: FastifyRequest): string {
   return token;
 }
 
+/**
+ * For a rule that needs a scope beyond its route's, known only once the request is read (an
+ * endpoint that will receive plants): the 403 the hook gives, counted alike. After the hook.
+ */
+export function requireScope(request: FastifyRequest, scope: Scope): void {
+  if (request.caller?.scopes.has(scope)) return;
+  authFailures.inc({ reason: 'insufficient_scope' });
+  throw insufficientScope(scope);
+}
+
 function authenticate(token: string, verifiers: BearerOptions, mayLookUp: () => boolean) {
   if (token.startsWith(TOKEN_PREFIX)) return verifiers.apiToken(token, mayLookUp);
   if (verifiers.jwt && JWT_SHAPE.test(token)) return verifiers.jwt(token, mayLookUp);

@@ -10,8 +10,9 @@ export class AuthError extends HttpError {
     statusCode: 401 | 403,
     message: string,
     headers: Record<string, string>,
+    logReason?: string,
   ) {
-    super(statusCode, message, headers);
+    super(statusCode, message, headers, logReason);
   }
 }
 
@@ -21,10 +22,20 @@ export function missingCredentials(message: string): AuthError {
   return new AuthError('missing', 401, message, { 'www-authenticate': REALM });
 }
 
-export function invalidToken(description: string): AuthError {
-  return new AuthError('invalid_token', 401, `invalid token: ${description}`, {
-    'www-authenticate': `${REALM}, error="invalid_token", error_description="${description}"`,
-  });
+/**
+ * One answer for every token that does not authenticate, whatever the reason: a client must not
+ * learn whether a token once existed (revoked, expired) or never did. The reason goes to the log.
+ */
+const INVALID_TOKEN = 'the token is unknown, revoked or expired, or does not verify';
+
+export function invalidToken(reason: string): AuthError {
+  return new AuthError(
+    'invalid_token',
+    401,
+    `invalid token: ${INVALID_TOKEN}`,
+    { 'www-authenticate': `${REALM}, error="invalid_token", error_description="${INVALID_TOKEN}"` },
+    reason,
+  );
 }
 
 export function insufficientScope(scope: string): AuthError {

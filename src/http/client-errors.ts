@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError, rawErrorResponse } from '../errors.js';
+import { LIMITS } from '../limits.js';
 import { type ParserError, parserErrorMessage } from './parser-message.js';
 import { currentResponse } from './socket-response.js';
 
@@ -72,13 +73,48 @@ export function refuseConnect(_request: IncomingMessage, socket: Duplex) {
 }
 
 /**
- * HTTP/1.1 requires Host. Node's own refusal has an empty body, so it is turned off
- * (`requireHostHeader: false`) and the check made here, where the answer is the `Error` body.
+ * A Host as RFC 9110 has it (uri-host [":" port]), in the forms clients send: a name of letters,
+ * digits and `-._~` (an IPv4 address is one), or an IPv6 address in brackets; then an optional port.
  */
-export function requireHostHeader(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
+const HOST = /^(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::\d{0,5})?$/;
+
+function hostLines(rawHeaders: string[]): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 4 && name.toLowerCase() === 'host') count++;
+  }
+  return count;
+}
+
+/**
+ * HTTP/1.1 requires one Host, and a server must refuse a missing, repeated or malformed one with a
+ * 400 (RFC 9112, 3.2): whatever reads it later (a proxy, a log) can then trust its shape. Node's
+ * own refusal of a missing one has an empty body, so it is turned off (`requireHostHeader: false`)
+ * and the check made here, where the answer is the `Error` body.
+ */
+export function requireValidHost(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
+  const { host } = request.headers;
+  if (host === undefined) {
+    return done(request.raw.httpVersion === '1.1' ? new HttpError(400, 'the Host header is required') : undefined);
+  }
   done(
-    request.raw.httpVersion === '1.1' && request.headers.host === undefined
-      ? new HttpError(400, 'the Host header is required')
+    HOST.test(host) && hostLines(request.raw.rawHeaders) === 1
+      ? undefined
+      : new HttpError(400, 'the Host header must be given once, as a host name or address with an optional port'),
+  );
+}
+
+/**
+ * Node keeps about the first 1,000 header fields of a request and drops the rest without a word,
+ * so an `Authorization` after 999 others read as missing. The server keeps them all instead
+ * (`maxHeadersCount: 0`; their bytes stay bounded by the 16 KiB header limit), and a request with
+ * more than LIMITS.headerFields is refused here, before anything reads them: 431, as for too many bytes.
+ */
+export function refuseTooManyHeaders(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
+  done(
+    request.raw.rawHeaders.length / 2 > LIMITS.headerFields
+      ? new HttpError(431, `request has more than ${LIMITS.headerFields} header fields`)
       : undefined,
   );
 }

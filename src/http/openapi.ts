@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { LIMITS } from '../limits.js';
 
 /**
  * What every route's schema shares in the OpenAPI document: its tag and its error responses.
@@ -91,7 +92,10 @@ export const ERRORS = {
       'Retry-After says when to try again.',
     message: 'too many requests for this account: the limit is 100 per second; retry after 1 second',
   },
-  431: { description: 'Request headers larger than 16 KiB.', message: 'request headers are too large' },
+  431: {
+    description: `Request headers larger than 16 KiB, or more than ${LIMITS.headerFields} header fields (none is dropped unread).`,
+    message: 'request headers are too large',
+  },
   500: {
     description: 'Unexpected server error; the message carries no internals.',
     message: 'internal server error',
@@ -120,7 +124,7 @@ export const ERROR_HEADERS: Partial<Record<ErrorStatus, object>> = { 429: RETRY_
 export const OTHER_ERRORS = {
   description:
     'Any other error, with the same Error body: 404 (no such path), 405 (method not allowed; see Allow), ' +
-    '408 (request too slow), 417 (unsupported Expect), 431 (headers too large).',
+    '408 (request too slow), 417 (unsupported Expect), 431 (headers too large, or too many).',
   example: { error: 405, message: 'DELETE is not allowed on /plants; use GET, HEAD, POST' },
 };
 

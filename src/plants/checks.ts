@@ -3,6 +3,9 @@ import { LIMITS } from '../limits.js';
 
 /** The exact checks that input schemas' validators share (validate.ts, list-query.ts): each names its field. */
 
+/** An integer in canonical decimal: an optional -, digits, no leading zero (`-0` aside, which callers refuse). */
+export const CANONICAL_INTEGER = /^-?(?:0|[1-9]\d*)$/;
+
 export function bad(message: string): never {
   throw new HttpError(400, message);
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { HttpError } from '../errors.js';
+import { LIMITS } from '../limits.js';
 import {
   canonicalFilter,
   ORDERS,
@@ -7,6 +8,7 @@ import {
   type PlantOrder,
   type PlantPosition,
 } from '../storage/plant-query.js';
+import { CANONICAL_INTEGER, checkText } from './checks.js';
 
 /**
  * The opaque `cursor` parameter of a rel="next" link: the last plant of the page (its id, and its
@@ -16,7 +18,10 @@ import {
  * The digest is not keyed: a client that forges a cursor can only name a position in its own
  * account's listing, which it could reach by paging; what the digest guards against is a cursor
  * applied to a listing it was not made for, or damaged on its way, and every process and instance
- * checks it alike without sharing a secret.
+ * checks it alike without sharing a secret. Since anyone can make a digest, the position itself is
+ * checked in full before use, as strictly as the plant it names was: an id in canonical decimal
+ * within int64, and for the name orders a name as create accepts it. A made-up position that passes
+ * is one the client could have reached by paging.
  */
 
 export interface ListingShape {
@@ -46,13 +51,31 @@ export function encodeCursor(shape: ListingShape, last: PlantPosition): string {
   return `${body}.${digest(shape, body)}`;
 }
 
-export function decodeCursor(shape: ListingShape, cursor: string): PlantPosition {
-  const [body, mac, ...rest] = cursor.split('.');
-  if (body === undefined || mac === undefined || rest.length > 0 || digest(shape, body) !== mac) invalid();
+/** The position a cursor's body holds, exactly as encodeCursor writes it for `order`; anything else is invalid. */
+function positionOf(order: PlantOrder, body: string): PlantPosition {
+  let position: unknown;
   try {
-    const [id, name = ''] = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as [string, string?];
-    return { id: BigInt(id), name };
+    position = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
   } catch {
     return invalid();
   }
+  const { byName } = ORDERS[order];
+  if (!Array.isArray(position) || position.length !== (byName ? 2 : 1)) invalid();
+  const [idText, name] = position as unknown[];
+  // Past 20 characters it is out of range whatever the digits: BigInt is spared a long string.
+  if (typeof idText !== 'string' || idText.length > 20 || !CANONICAL_INTEGER.test(idText) || idText === '-0') invalid();
+  const id = BigInt(idText);
+  if (id < LIMITS.int64Min || id > LIMITS.int64Max) invalid();
+  if (!byName) return { id, name: '' };
+  try {
+    return { id, name: checkText('name', name, 1) };
+  } catch {
+    return invalid();
+  }
+}
+
+export function decodeCursor(shape: ListingShape, cursor: string): PlantPosition {
+  const [body, mac, ...rest] = cursor.split('.');
+  if (body === undefined || mac === undefined || rest.length > 0 || digest(shape, body) !== mac) invalid();
+  return positionOf(shape.order, body);
 }

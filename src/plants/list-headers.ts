@@ -2,7 +2,9 @@
 export const listHeaders = {
   Link: {
     type: 'string',
-    description: '<URL>; rel="next" when more plants remain; its cursor carries the filters and order',
+    description:
+      '</plants?...&cursor=...>; rel="next" when more plants remain: the next page, relative to the request\'s URL ' +
+      '(RFC 8288); its cursor carries the filters and order',
   },
   'X-Total-Count': {
     type: 'integer',

@@ -10,12 +10,17 @@ import { listHeaders } from './list-headers.js';
 import { filterOf, ListHeaders, ListQuery } from './list-query.js';
 import type { ListRequest, PlantService } from './service.js';
 
-/** The request's own URL with the next cursor: the filters and order go on exactly as the client wrote them. */
+/**
+ * The request's own query with the next cursor: the filters and order go on exactly as the client
+ * wrote them. A relative reference (RFC 8288 resolves it against the request's URL), so that no
+ * header (Host, X-Forwarded-*) goes into it, and it reaches the next page through any proxy; the
+ * query is re-encoded, so nothing in it can end the `<...>`.
+ */
 function nextLink(request: FastifyRequest, cursor: string): string {
   const query = new URLSearchParams(request.url.slice(request.url.indexOf('?') + 1));
   query.delete('cursor');
   query.append('cursor', cursor);
-  return `<${request.protocol}://${request.host}/plants?${query}>; rel="next"`;
+  return `</plants?${query}>; rel="next"`;
 }
 
 function listRequest(query: ListQuery): ListRequest {
@@ -40,7 +45,7 @@ export function listRoute(app: FastifyInstance, plants: PlantService) {
           "Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says " +
           'otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed; if the store fails ' +
           'half-way the response is broken off (no closing ]), never ended short. With ' +
-          'limit, when more plants remain, a Link header with rel="next" gives the URL of the next page; the cursor ' +
+          'limit, when more plants remain, a Link header with rel="next" gives the next page, relative to the request URL; the cursor ' +
           'in it carries the filters and order. Prefer: count=exact adds X-Total-Count.',
         querystring: ListQuery,
         headers: ListHeaders,

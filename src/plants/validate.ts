@@ -4,7 +4,7 @@ import { LIMITS } from '../limits.js';
 import { PLANT_FIELD_NAMES, PLANT_FIELDS, samePlant } from '../plant-fields.js';
 import { NewPlant, NewPlants, PlantIdParams, PlantPatch } from '../schemas.js';
 import { PLANT_FILTER_KEYS, PLANT_ORDERS, type PlantOrder } from '../storage/plant-query.js';
-import { bad, checkText, single } from './checks.js';
+import { bad, CANONICAL_INTEGER, checkText, single } from './checks.js';
 import { FILTER_PARAMS, ListQuery } from './list-query.js';
 
 /**
@@ -98,8 +98,6 @@ export function validatePlantPatch(body: unknown): PlantPatch {
   }
   return patch as PlantPatch;
 }
-
-const CANONICAL_INTEGER = /^-?(?:0|[1-9]\d*)$/;
 
 /** `{id}` of /plants/{id}: canonical decimal only (no `007`, `+5`, `1.0`, `1e3`, `-0`), exact over int64. */
 export function validatePlantIdParams(params: unknown): PlantIdParams {

@@ -88,27 +88,42 @@ export class AddressGuard {
     return literal === null ? null : this.refusal(literal);
   }
 
-  /** At registration: a 400 naming `url` unless the URL is https and its host resolves only to allowed addresses. */
+  /**
+   * At registration: a 400 naming `url` unless the URL is https and its host resolves only to
+   * allowed addresses. Every refused host gets one message, whether it is an address, a name that
+   * resolves inside, or a name that does not resolve: the answer names the rule, never an address,
+   * so that it cannot map internal names. The operator's log keeps the reason.
+   */
   async checkUrl(text: string): Promise<void> {
     const url = new URL(text);
-    const refusedUrl = this.refusalOfUrl(url);
-    if (refusedUrl !== null) throw badUrl(refusedUrl);
-    if (this.allowPrivate || literalAddress(url.hostname) !== null) return;
-    const addresses = await new Promise<LookupAddress[]>((done, fail) =>
-      this.resolve(url.hostname, (error, found) => (error ? fail(error) : done(found))),
-    ).catch(() => {
-      throw badUrl(`its host ${url.hostname} cannot be resolved`);
-    });
-    const refused = addresses.map((a) => this.refusal(a.address)).find((r) => r !== null);
-    if (refused) throw badUrl(`its host ${url.hostname} resolves to an address that is not allowed: ${refused}`);
+    if (!this.allowPrivate && url.protocol !== 'https:') throw badUrl('only https URLs are allowed');
+    const refused = await this.hostRefusal(url.hostname);
+    if (refused !== null) throw badUrl(HOST_RULE, `webhook url host ${url.hostname}: ${refused}`);
+  }
+
+  /** Why deliveries may not go to this host, for the log; null when they may. */
+  private async hostRefusal(hostname: string): Promise<string | null> {
+    if (this.allowPrivate) return null;
+    const literal = literalAddress(hostname);
+    if (literal !== null) return this.refusal(literal);
+    const addresses = await new Promise<LookupAddress[]>((done) =>
+      this.resolve(hostname, (error, found) => done(error ? [] : found)),
+    );
+    if (addresses.length === 0) return 'it cannot be resolved';
+    return addresses.map((a) => this.refusal(a.address)).find((r) => r !== null) ?? null;
   }
 }
 
+/** The rule a refused host breaks, as the answer states it (the same for every refused host). */
+const HOST_RULE = 'its host must be a public address, or a name that resolves only to public addresses';
+
 /** Names the flag that lifts the rule, so a developer with a receiver on this machine finds it. */
-function badUrl(reason: string): HttpError {
+function badUrl(rule: string, logReason?: string): HttpError {
   return new HttpError(
     400,
-    `url is not allowed: ${reason}; webhooks go to public https addresses ` +
+    `url is not allowed: ${rule}; webhooks go to public https addresses ` +
       '(for development only, the server can be started with --webhook-allow-private to allow http and private addresses)',
+    {},
+    logReason,
   );
 }

@@ -2,6 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { requireScope } from '../auth/bearer.js';
 import { errorResponses, NoContent } from '../http/openapi.js';
 import {
   NewWebhookEndpoint,
@@ -14,6 +15,19 @@ import {
 import { deliveryRoutes } from './delivery-routes.js';
 import { common, route, withBody } from './route-options.js';
 import type { WebhookService } from './service.js';
+
+/**
+ * An endpoint receives the account's plants (every event is a plant event), so a token must not
+ * get by webhook what it cannot get by GET: registering an endpoint, or changing where it sends
+ * (url), what it sends (events) or that it sends (enabled: true), needs plants:read as well.
+ * Disabling it or changing its description does not.
+ */
+const RECEIVES_PLANTS = 'plants:read';
+const RECEIVES_PLANTS_NOTE = `${RECEIVES_PLANTS} as well: an endpoint receives plants, and its token must be able to read them.`;
+
+function changesWhatIsReceived(patch: WebhookEndpointPatch): boolean {
+  return patch.url !== undefined || patch.events !== undefined || patch.enabled === true;
+}
 
 /**
  * The /webhooks API. Typed from its schemas (the TypeBox type provider): a handler's input is what
@@ -32,8 +46,10 @@ async function webhookRoutesPlugin(fastify: FastifyInstance, { webhooks }: { web
         operationId: 'createWebhook',
         summary: 'Registers a webhook endpoint',
         description:
-          'Needs webhooks:manage. The answer holds the signing secret, shown only here. At most 16 endpoints per account. ' +
-          'The URL must be https and resolve only to public addresses (checked again at each delivery).',
+          `Needs webhooks:manage, and ${RECEIVES_PLANTS_NOTE} ` +
+          'The answer holds the signing secret, shown only here. At most 16 endpoints per account. ' +
+          'The URL must be https and resolve only to public addresses (checked again at each delivery); a refused ' +
+          'URL gets one message that names the rule, never what its host resolves to.',
         body: NewWebhookEndpoint,
         response: {
           201: Type.Ref(WebhookEndpointWithSecret, {
@@ -45,6 +61,7 @@ async function webhookRoutesPlugin(fastify: FastifyInstance, { webhooks }: { web
       },
     },
     async (request, reply) => {
+      requireScope(request, RECEIVES_PLANTS);
       const created = await webhooks.create(request.account, request.body);
       return reply.code(201).header('location', `/webhooks/${created.id}`).send(created);
     },
@@ -96,7 +113,8 @@ async function webhookRoutesPlugin(fastify: FastifyInstance, { webhooks }: { web
         operationId: 'updateWebhook',
         summary: 'Changes url, events, description or enabled',
         description:
-          'Needs webhooks:manage. A new url is checked as at registration. enabled: false stops deliveries and fails the ' +
+          `Needs webhooks:manage; to change url or events or to set enabled: true, ${RECEIVES_PLANTS_NOTE} ` +
+          'A new url is checked as at registration. enabled: false stops deliveries and fails the ' +
           'pending ones (recover them after enabling it again); true resumes deliveries, also after a 410 disabled it.',
         params: WebhookIdParams,
         body: WebhookEndpointPatch,
@@ -106,7 +124,10 @@ async function webhookRoutesPlugin(fastify: FastifyInstance, { webhooks }: { web
         },
       },
     },
-    async (request) => webhooks.update(request.account, request.params.id, request.body),
+    async (request) => {
+      if (changesWhatIsReceived(request.body)) requireScope(request, RECEIVES_PLANTS);
+      return webhooks.update(request.account, request.params.id, request.body);
+    },
   );
 
   app.delete(

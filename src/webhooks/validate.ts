@@ -28,9 +28,15 @@ function jsonObject(body: unknown): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
+/** A stored text must read back as it was sent: an unpaired surrogate would come back as U+FFFD. */
+function checkWellFormed(field: string, value: string): void {
+  if (!value.isWellFormed()) bad(`${field} must be valid Unicode (it has an unpaired surrogate)`);
+}
+
 function checkUrl(value: unknown): string {
   if (typeof value !== 'string') bad('url must be a string');
   if (value.length > MAX_URL_LENGTH) bad(`url must be at most ${MAX_URL_LENGTH} characters`);
+  checkWellFormed('url', value);
   // The URL parser would drop them silently, and the endpoint would show a URL it never calls.
   if (/[\u0000-\u0020\u007f]/.test(value)) bad('url must not contain spaces or control characters');
   let url: URL;
@@ -64,7 +70,7 @@ function checkDescription(value: unknown): string {
   if (typeof value !== 'string') bad('description must be a string');
   if ([...value].length > LIMITS.textLength) bad(`description must be at most ${LIMITS.textLength} characters`);
   if (value.includes('\u0000')) bad('description must not contain U+0000');
-  if (!value.isWellFormed()) bad('description must be valid Unicode (it has an unpaired surrogate)');
+  checkWellFormed('description', value);
   return value;
 }
 

@@ -74,6 +74,33 @@ for (const engine of ENGINES_AND_POOLER) {
       });
     });
 
+    describe('a 401 does not tell whether a token once existed: unknown, revoked and expired answer alike', () => {
+      it('gives one body and one challenge to all three, and keeps the reason in the log', async () => {
+        const revoked = await createToken(s.database, `alike-revoked-${engine.name}`);
+        const expired = await createToken(s.database, `alike-expired-${engine.name}`, ['--expires', '1s']);
+        assert.equal(runCli(['token', 'revoke', revoked.id, '--database', s.database]).status, 0);
+        await sleep(1_100);
+        const answers = await Promise.all(
+          [revoked.token, expired.token, 'pst_' + 'x'.repeat(43)].map(async (token) => {
+            const reply = await listPlants(s.url, token);
+            return { status: reply.status, body: reply.text, challenge: reply.headers.get('www-authenticate') };
+          }),
+        );
+        assert.equal(answers[0]!.status, 401);
+        assert.match(answers[0]!.challenge ?? '', /error="invalid_token"/);
+        assert.deepEqual(answers[1], answers[0]);
+        assert.deepEqual(answers[2], answers[0]);
+        await sleep(200); // the log is written every 100 ms
+        const reasons = s
+          .server!.stdout()
+          .split('\n')
+          .filter((line) => line.includes('"request refused"'))
+          .map((line) => (JSON.parse(line) as { reason: string }).reason);
+        for (const reason of ['token revoked', 'token expired', 'unknown token'])
+          assert.ok(reasons.includes(reason), reason);
+      });
+    });
+
     describe('the Bearer scheme word is case-insensitive', () => {
       for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
         it(`accepts "${scheme}"`, async () => {

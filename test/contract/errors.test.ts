@@ -76,6 +76,22 @@ describe('every non-2xx response is the Error body', () => {
     });
   });
 
+  describe('more than 1,000 header fields is a 431 Error body: no header is ever dropped unread', () => {
+    const request = (fillers: number) =>
+      'GET /plants HTTP/1.1\r\nHost: x\r\n' +
+      Array.from({ length: fillers }, (_, i) => `X-Filler-${i}: a\r\n`).join('') +
+      `Authorization: Bearer ${s.token}\r\nConnection: close\r\n\r\n`;
+    it('refuses an Authorization after 999 other fields with 431, not a 401 for a missing one', async () => {
+      const { status, json } = parseRaw(await raw(s.url, request(999)));
+      assert.equal(status, 431);
+      assert.deepEqual(json, { error: 431, message: 'request has more than 1000 header fields' });
+    });
+    it('reads every one of 1,000 fields', async () => {
+      // Host, 997 fillers, Authorization and Connection.
+      assert.match(await raw(s.url, request(997)), /^HTTP\/1\.1 200 /);
+    });
+  });
+
   describe('requests the HTTP parser rejects get a 400 Error body', () => {
     const broken: Array<[string, string]> = [
       ['an unknown method', 'FOO /plants HTTP/1.1\r\nHost: x\r\n\r\n'],

@@ -31,6 +31,7 @@ function withoutAccept(base: string, token: string): Promise<Reply> {
       res.on('data', (chunk) => (text += chunk));
       res.on('end', () =>
         resolve({
+          url: `${base}/events`,
           status: res.statusCode!,
           headers: new Headers(res.headers as Record<string, string>),
           text,

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { ENGINES_AND_POOLER, sqlite } from '../helpers/engines.js';
 import { call, listPlants, nextLink, postPlant } from '../helpers/http.js';
+import { rawExchange } from '../helpers/raw-http.js';
 import { createToken } from '../helpers/server.js';
 import { isErrorBody, realServer } from '../helpers/suite.js';
 
@@ -79,6 +81,60 @@ for (const engine of ENGINES_AND_POOLER) {
       });
     });
 
+    describe('a cursor the server did not make is a 400 naming cursor, with or without limit', () => {
+      /**
+       * The cursor's digest is not keyed (plants/cursor.ts), so anyone can make one that passes it:
+       * what it holds must then be checked in full. These are cursors of an unfiltered listing.
+       */
+      function forged(sort: string, position: string): string {
+        const body = Buffer.from(position).toString('base64url');
+        const canonical = JSON.stringify([sort, null, null, body]);
+        return `${body}.${createHash('sha256').update(canonical).digest().subarray(0, 12).toString('base64url')}`;
+      }
+      const cursors: Array<[string, string]> = [
+        // The two of the report, as they were sent.
+        ['', 'WyI5MjIzMzcyMDM2ODU0Nzc1ODA4Il0.MDcX_O05-wiYwglN'],
+        ['&sort=name', 'WyIxIix0cnVlXQ.oCs5BsH4cHFUj5zM'],
+        ['', forged('id', '["-9223372036854775809"]')],
+        ['', forged('id', '["99999999999999999999999999"]')],
+        ['', forged('id', '[1]')],
+        ['', forged('id', '["01"]')],
+        ['', forged('id', '["1e3"]')],
+        ['', forged('id', '["-0"]')],
+        ['', forged('id', '["1","a"]')],
+        ['', forged('id', '{"id":"1"}')],
+        ['', forged('id', '"1"')],
+        ['', forged('id', '[')],
+        ['&sort=name', forged('name', '["1"]')],
+        ['&sort=name', forged('name', '["1",""]')],
+        ['&sort=-name', forged('-name', '["1",null]')],
+        ['&sort=name', forged('name', `["1","${'x'.repeat(257)}"]`)],
+        ['&sort=name', forged('name', '["1","a\\u0000"]')],
+        ['&sort=name', forged('name', '["1","\\ud800"]')],
+      ];
+      it('refuses each made-up position, and logs no error', async () => {
+        await postPlant(s.url, s.token, { id: 1, name: 'a' });
+        for (const [sort, cursor] of cursors) {
+          for (const limit of ['&limit=2', '']) {
+            const query = `?cursor=${cursor}${sort}${limit}`;
+            const reply = await listPlants(s.url, s.token, query);
+            assert.equal(reply.status, 400, `${query}: ${reply.text}`);
+            assert.ok(isErrorBody(reply), `${query}: ${reply.text}`);
+            assert.match((reply.json as { message: string }).message, /^cursor /, query);
+          }
+        }
+        const errors = s
+          .server!.stdout()
+          .split('\n')
+          .filter((line) => line.includes('"level":50'));
+        assert.deepEqual(errors, []);
+      });
+      it('still accepts a position it could have made', async () => {
+        const reply = await listPlants(s.url, s.token, `?limit=2&sort=name&cursor=${forged('name', '["0","a"]')}`);
+        assert.equal(reply.status, 200, reply.text);
+      });
+    });
+
     describe('paging: rel="next" links visit every plant exactly once, in order', () => {
       it('follows next links to the end and sees each plant once', async () => {
         const ids = Array.from({ length: 53 }, (_, i) => ((i * 7919) % 1000) - 500);
@@ -151,15 +207,46 @@ for (const engine of ENGINES_AND_POOLER) {
   });
 }
 
-describe('behind a proxy (--trust-proxy), next links use the forwarded scheme and host', () => {
+describe('next links are relative to the request URL: no header goes into them, and a Host that is not a host is refused', () => {
+  // Behind a proxy that is trusted, X-Forwarded-* would be believed: it is the case to show.
   const s = realServer(sqlite, ['--trust-proxy', 'true']);
-  it('builds the Link from X-Forwarded-Proto and X-Forwarded-Host', async () => {
+  const BREAKOUT = 'evil.example/x>; rel="preload", <http://a';
+  const port = () => Number(new URL(s.url).port);
+  const get = (host: string, more = '') =>
+    rawExchange(
+      port(),
+      `GET /plants?limit=1&sort=name HTTP/1.1\r\nHost: ${host}\r\n${more}Authorization: Bearer ${s.token}\r\nConnection: close\r\n\r\n`,
+    );
+
+  it('sends </plants?...&cursor=...>; rel="next", whatever Host and X-Forwarded-* say', async () => {
     await postPlant(s.url, s.token, { id: 1, name: 'a' });
     await postPlant(s.url, s.token, { id: 2, name: 'b' });
-    const reply = await call(`${s.url}/plants?limit=1`, {
-      token: s.token,
-      headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'shop.example' },
-    });
-    assert.match(nextLink(reply) ?? '', /^https:\/\/shop\.example\/plants\?limit=1&cursor=/);
+    for (const host of ['shop.example', '127.0.0.1:8080', '[::1]:80']) {
+      const { responses } = await get(host, `X-Forwarded-Proto: https\r\nX-Forwarded-Host: ${BREAKOUT}\r\n`);
+      assert.equal(responses[0]?.status, 200, host);
+      assert.match(
+        responses[0]!.headers.link ?? '',
+        /^<\/plants\?limit=1&sort=name&cursor=[\w.-]+>; rel="next"$/,
+        host,
+      );
+    }
+    // Resolved against the request's URL, it is the next page.
+    const next = nextLink(await listPlants(s.url, s.token, '?limit=1'))!;
+    assert.deepEqual((await call(next, { token: s.token })).json, [{ name: 'b' }]);
+  });
+  it('answers 400 with the Error body to a Host that is not a host name or address, or to two Hosts', async () => {
+    for (const [host, more] of [
+      [BREAKOUT, ''],
+      ['a b', ''],
+      ['shop.example:port', ''],
+      ['shop.example', 'Host: other.example\r\n'],
+    ]) {
+      const { responses } = await get(host!, more);
+      assert.equal(responses[0]?.status, 400, host);
+      assert.equal(responses[0]!.headers.link, undefined);
+      const body = JSON.parse(responses[0]!.body.toString()) as { error: number; message: string };
+      assert.equal(body.error, 400);
+      assert.match(body.message, /^the Host header /);
+    }
   });
 });

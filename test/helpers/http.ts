@@ -1,6 +1,8 @@
 /** A small client for the API over real HTTP. */
 
 export interface Reply {
+  /** The URL the request went to. */
+  url: string;
   status: number;
   headers: Headers;
   text: string;
@@ -24,7 +26,7 @@ export async function call(url: string, init: RequestInit & { token?: string } =
   } catch {
     json = undefined;
   }
-  return { status: response.status, headers: response.headers, text, json };
+  return { url, status: response.status, headers: response.headers, text, json };
 }
 
 /** The value of one series of the server's /metrics (its first sample), 0 when absent. */
@@ -47,9 +49,10 @@ export function listPlants(base: string, token: string, query = ''): Promise<Rep
   return call(`${base}/plants${query}`, { token });
 }
 
-/** The URL of a rel="next" Link header, or null. */
+/** The URL of a rel="next" Link header, resolved against the request's (RFC 8288), or null. */
 export function nextLink(reply: Reply): string | null {
-  return /<([^>]+)>;\s*rel="next"/.exec(reply.headers.get('link') ?? '')?.[1] ?? null;
+  const link = /<([^>]+)>;\s*rel="next"/.exec(reply.headers.get('link') ?? '')?.[1];
+  return link === undefined ? null : new URL(link, reply.url).href;
 }
 
 /** POST /plants/batch with a raw JSON text body (so ids beyond 2^53 stay exact). */

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { LookupAddress } from 'node:dns';
 import { describe, it } from 'node:test';
+import type { HttpError } from '../../src/errors.js';
 import { AddressGuard, type Resolver } from '../../src/webhooks/address-guard.js';
 
 /** The guard's classification and its lookup, with a resolver the test controls (no network). */
@@ -86,6 +87,30 @@ describe('AddressGuard.lookup checks what the connection will use (DNS rebinding
   });
   it('refuses at registration a name that does not resolve', async () => {
     const guard = new AddressGuard(false, resolverOf({}));
-    await assert.rejects(guard.checkUrl('https://nowhere.test/'), /cannot be resolved/);
+    await assert.rejects(guard.checkUrl('https://nowhere.test/'), /url is not allowed/);
+  });
+});
+
+describe('AddressGuard.checkUrl: a refusal names the rule, never what a name resolves to', () => {
+  it('answers an internal name, a private literal and a name that does not resolve alike, and logs why', async () => {
+    const guard = new AddressGuard(false, resolverOf({ vm: [['127.0.0.1']], 'db.internal': [['10.1.2.3']] }));
+    const refusals = await Promise.all(
+      ['https://vm/', 'https://db.internal/', 'https://10.1.2.3/', 'https://nowhere.test/'].map((url) =>
+        guard.checkUrl(url).then(
+          () => assert.fail(`${url} was accepted`),
+          (error: HttpError) => error,
+        ),
+      ),
+    );
+    for (const refusal of refusals) {
+      assert.equal(refusal.statusCode, 400);
+      assert.equal(refusal.message, refusals[0]!.message);
+    }
+    assert.doesNotMatch(
+      refusals[0]!.message,
+      /127\.0\.0\.1|10\.1\.2\.3|loopback|\bvm\b|db\.internal|nowhere|cannot be resolved/,
+    );
+    assert.match(refusals[0]!.logReason ?? '', /vm: 127\.0\.0\.1 is not a public address \(loopback\)/);
+    assert.match(refusals[3]!.logReason ?? '', /nowhere\.test: it cannot be resolved/);
   });
 });

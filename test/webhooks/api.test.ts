@@ -195,6 +195,29 @@ for (const engine of ENGINES) {
       });
     });
 
+    describe('an endpoint receives plants: registering one, or changing where, what or whether it sends, needs plants:read too', () => {
+      it('refuses a webhooks:manage token without plants:read with 403 insufficient_scope', async () => {
+        const manager = (await createToken(s.database, `manage-only-${engine.name}`, ['--scopes', 'webhooks:manage']))
+          .token;
+        const insufficient = (reply: { status: number; headers: Headers }, what: string) => {
+          assert.equal(reply.status, 403, what);
+          assert.match(reply.headers.get('www-authenticate') ?? '', /error="insufficient_scope", scope="plants:read"/);
+        };
+        insufficient(await createWebhook(s.url, manager, { url: HOOK }), 'POST');
+        // Its account's endpoint, registered by a token that reads plants.
+        const account = `manage-only-${engine.name}`;
+        const reader = (await createToken(s.database, account, ['--scopes', 'webhooks:manage,plants:read'])).token;
+        const endpoint = await registerEndpoint(s.url, reader, { url: HOOK, enabled: false });
+        for (const patch of [{ enabled: true }, { url: `${HOOK}2` }, { events: ['plant.deleted'] }]) {
+          insufficient(await patchWebhook(s.url, manager, endpoint.id, patch), JSON.stringify(patch));
+        }
+        for (const patch of [{ description: 'mine' }, { enabled: false }]) {
+          assert.equal((await patchWebhook(s.url, manager, endpoint.id, patch)).status, 200, JSON.stringify(patch));
+        }
+        assert.equal((await patchWebhook(s.url, reader, endpoint.id, { enabled: true })).status, 200);
+      });
+    });
+
     describe("one account cannot see or change another's endpoints", () => {
       it("answers 404 for another account's endpoint id, exactly as for an unknown one", async () => {
         const alice = (await createToken(s.database, `alice-${engine.name}`)).token;
@@ -261,6 +284,9 @@ for (const engine of ENGINES) {
         ['a url with a trailing newline', { url: `${HOOK}\n` }, /url.*spaces or control characters/],
         ['a url with a tab inside', { url: 'http://127.0.0.1/ho\tok' }, /url.*spaces or control characters/],
         ['enabled that is not a boolean', { url: HOOK, enabled: 'no' }, /enabled/],
+        // Stored as sent, it would be read back as U+FFFD: another URL than the one answered.
+        ['a url with a lone surrogate', { url: `${HOOK}\ud800` }, /url.*unpaired surrogate/],
+        ['a description with a lone surrogate', { url: HOOK, description: 'a\udc00' }, /description.*surrogate/],
       ];
       for (const [what, body, message] of cases) {
         it(`POST /webhooks with ${what}`, async () => {
@@ -275,6 +301,7 @@ for (const engine of ENGINES) {
         for (const [body, message] of [
           [{ enabled: 'yes' }, /enabled/],
           [{ url: 'not a url' }, /url/],
+          [{ url: `${HOOK}\ud800` }, /url.*unpaired surrogate/],
           [{ events: [] }, /events/],
         ] as const) {
           const reply = await patchWebhook(s.url, s.token, created.id, body);
