@@ -233,7 +233,10 @@ describe('a --workers process killed by a signal is replaced within 2 s while th
       assert.ok(listeningMs < 8_000, `listening after ${listeningMs.toFixed(0)} ms`);
       // The promise is that the other worker keeps serving, not how many requests this machine
       // manages meanwhile.
-      assert.ok(statuses.includes(200), `no request was answered while the worker was replaced: ${statuses.join(', ')}`);
+      assert.ok(
+        statuses.includes(200),
+        `no request was answered while the worker was replaced: ${statuses.join(', ')}`,
+      );
       // Every request on a new connection was served meanwhile, but for the one the primary may have
       // been handing to the victim as it died.
       assert.ok(statuses.filter((s) => s === 0).length <= 1, `${statuses.filter((s) => s === 0).length} unanswered`);
