@@ -45,7 +45,8 @@ function afterOnePoll(work: () => void) {
  *    Node counts a connection that has sent nothing as busy (so that the headers timeout applies to
  *    it), and stops checking that timeout once closing: those are closed here.
  * 4. Requests in progress are finished and answered with `Connection: close` (the hook below, from
- *    the start of the drain), after which their sockets close. The process exits when the slowest of them is answered.
+ *    the start of the drain), after which their sockets close. The process exits when the slowest
+ *    of them is answered.
  * 5. A connection still sending its headers has HEADERS_GRACE_MS to finish them; past that it is
  *    answered 503 and closed.
  */
