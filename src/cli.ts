@@ -5,7 +5,12 @@ import { copyCommand } from './cli/copy-command.js';
 import { tokenCommand } from './cli/token-commands.js';
 import { BAD_SETTING_EXIT, ConfigError, serverSettings, toOption, type Config } from './config.js';
 import { checkConfig } from './config/check.js';
+import { MIGRATIONS as POSTGRES_MIGRATIONS } from './storage/postgres/migrations.js';
+import { MIGRATIONS as SQLITE_MIGRATIONS } from './storage/sqlite/migrations.js';
 import { VERSION } from './version.js';
+
+/** The release and the schema version it brings each engine's store to (CHANGELOG.md names both). */
+const VERSION_LINE = `${VERSION} (schema version: SQLite ${SQLITE_MIGRATIONS.length}, PostgreSQL ${POSTGRES_MIGRATIONS.length})`;
 
 /** Listening failures that mean --host/--port cannot work here: a bad setting too. */
 const BAD_ADDRESS_CODES = new Set(['EADDRINUSE', 'EADDRNOTAVAIL', 'EACCES', 'ENOTFOUND', 'EAI_AGAIN']);
@@ -34,7 +39,7 @@ Traces (environment variables only, the OpenTelemetry SDK's own; off unless an e
 function program(): Command {
   const root = new Command('plant-store')
     .description('The OpenAPI Plant Store service. Flags win over environment variables.')
-    .version(VERSION, '-V, --version', 'print the version and exit');
+    .version(VERSION_LINE, '-V, --version', 'print the version and the schema version, and exit');
 
   const serveCommand = new Command('serve').description('run the HTTP server (the default command)');
   for (const spec of Object.values(serverSettings)) serveCommand.addOption(toOption(spec));

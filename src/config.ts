@@ -1,6 +1,7 @@
 import { feedSettings } from './config/feed-settings.js';
 import {
   databaseUrl,
+  drainDuration,
   durationWithin,
   postgresUrl,
   httpUrl,
@@ -155,10 +156,21 @@ export const serverSettings = {
     default: 32 * 1024 * 1024,
     parse: integer(0, 2 ** 40),
   },
+  // 5 s: a balancer that checks /readyz every 1-2 s and takes an instance out after two failed
+  // checks has stopped sending to it within 4 s, whatever phase its checks were in at the signal.
+  shutdownDelay: {
+    flag: '--shutdown-delay <duration>',
+    env: 'SHUTDOWN_DELAY',
+    help:
+      'on SIGTERM, how long /readyz answers 503 while the server still accepts and serves (each answer with ' +
+      'Connection: close) before it stops listening: longer than your balancer takes to see /readyz fail; 0: none',
+    defaultText: '5s',
+    parse: drainDuration,
+  },
   shutdownTimeout: {
     flag: '--shutdown-timeout <ms>',
     env: 'SHUTDOWN_TIMEOUT',
-    help: 'on SIGTERM, how long in-flight requests may take before the process exits anyway',
+    help: 'on SIGTERM, after the shutdown delay: how long in-flight requests may take before the process exits anyway',
     default: 10_000,
     parse: integer(0, 3_600_000),
   },

@@ -7,7 +7,7 @@ import { answerMetricCollections } from './ops/cluster-metrics.js';
 import { onCtrlC } from './ops/ctrl-c.js';
 import { announceFirstToken, baseUrl, FIRST_TOKEN_LOGGED } from './ops/first-token.js';
 import { logStart } from './ops/start-line.js';
-import { supervise } from './ops/supervisor.js';
+import { STOP_WITHOUT_DRAIN, supervise } from './ops/supervisor.js';
 import { tracesWanted } from './config/tracing-env.js';
 import { startTracing } from './ops/tracing.js';
 import { openStorage } from './storage/open.js';
@@ -58,7 +58,7 @@ async function serveHere(config: Config, store: Storage, firstToken: string | nu
   let stopping = false;
   const closer = closeWithGrace(
     {
-      delay: config.shutdownTimeout,
+      delay: config.shutdownDelay + config.shutdownTimeout,
       logger: app.log,
       onTimeout: (delay) => app.log.error(`stopped: requests were still running ${delay} ms after the signal`),
       // SIGINT is Ctrl-C's, which may come twice for one press (ops/ctrl-c.ts). A worker ignores
@@ -67,9 +67,13 @@ async function serveHere(config: Config, store: Storage, firstToken: string | nu
     },
     async ({ signal, err, manual }) => {
       stopping = true;
+      // Only SIGTERM drains: it comes from a supervisor or an orchestrator, with a balancer in front.
+      // A Ctrl-C (`manual`, ops/ctrl-c.ts) is a person at a terminal, and an error is no time to wait.
+      const drainMs = signal === 'SIGTERM' ? config.shutdownDelay : 0;
       if (err) app.log.error({ err }, 'stopping after an unexpected error');
+      else if (drainMs > 0) app.log.info({ signal, drainMs }, 'stopping: draining, then finishing in-flight requests');
       else app.log.info({ signal: manual ? 'SIGINT' : signal }, 'stopping: finishing in-flight requests');
-      await app.close();
+      await app.drainThenClose(drainMs);
       await store.close();
       await tracing?.shutdown();
       app.log.info('stopped');
@@ -77,6 +81,9 @@ async function serveHere(config: Config, store: Storage, firstToken: string | nu
   );
   if (worker) {
     process.on('SIGINT', () => {}); // see `skip` above
+    process.on('message', (message) => {
+      if (message === STOP_WITHOUT_DRAIN && !stopping) void closer.close();
+    });
     answerMetricCollections();
   } else {
     const force = () => {

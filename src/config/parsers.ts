@@ -125,3 +125,8 @@ export function logLevel(value: string): LogLevel {
 export function durationOrOff(value: string): number {
   return value === '0' ? 0 : durationWithin(1_000, 31_536_000_000, '1s to 365d, or 0 for off')(value);
 }
+
+/** `0` (none) or a duration from 1 s to 10 minutes: how long a stop drains. */
+export function drainDuration(value: string): number {
+  return value === '0' ? 0 : durationWithin(1_000, 600_000, '1s to 10m, or 0 for none')(value);
+}

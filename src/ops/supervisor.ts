@@ -1,10 +1,13 @@
-import cluster from 'node:cluster';
+import cluster, { type Worker } from 'node:cluster';
 import pino from 'pino';
 import { BAD_SETTING_EXIT, type Config } from '../config.js';
 import { aggregateWorkerMetrics } from './cluster-metrics.js';
 import { onCtrlC } from './ctrl-c.js';
 import { announceFirstToken, baseUrl, FIRST_TOKEN_LOGGED } from './first-token.js';
 import { logStart } from './start-line.js';
+
+/** The primary's message to its workers on a Ctrl-C: stop without the drain of --shutdown-delay. */
+export const STOP_WITHOUT_DRAIN = 'plant-store:stop-without-drain';
 
 /**
  * A worker that dies is replaced after RESTART_DELAY_MS, so that one killed while serving is back
@@ -20,8 +23,10 @@ const SETTLED_MS = 10_000;
  * The primary of `--workers N`. It prepares the store once (`prepareStore`: migrations and the
  * first token, whose secret it returns; the store is closed again before any worker starts), forks
  * N workers on one port (node:cluster) and replaces one that dies, adds up their metrics, and on
- * SIGTERM/SIGINT passes SIGTERM on and exits when the last worker has: 0 if all stopped cleanly. A
- * second Ctrl-C (ops/ctrl-c.ts) kills them and exits 1.
+ * SIGTERM passes SIGTERM on (each worker drains, then stops: ops/graceful-stop.ts), on a Ctrl-C
+ * tells them to stop without the drain, and exits when the last worker has: 0 if all stopped
+ * cleanly. A second SIGTERM is passed on too (a worker then exits at once, 1); a second Ctrl-C
+ * (ops/ctrl-c.ts) kills them and exits 1.
  * Its lines are JSON on standard output, like the workers', and its "stopped" is the last.
  */
 export async function supervise(config: Config, prepareStore: (later: StoreLater) => Promise<string | null>) {
@@ -56,15 +61,30 @@ export async function supervise(config: Config, prepareStore: (later: StoreLater
     log.info('stopped');
     process.exit(exitCode);
   };
+  // A worker hears the message once it listens for it, which it does before it listens on the port:
+  // one still starting at a Ctrl-C is told again when it listens.
+  let drain = true;
+  const stopWithoutDrain = (worker: Worker) => {
+    if (worker.isConnected()) worker.send(STOP_WITHOUT_DRAIN);
+  };
   const stop = (why: { signal: string } | { reason: string }) => {
     if (stopping) return;
     stopping = true;
-    log.info(why, 'stopping: the workers finish their in-flight requests');
+    drain = 'signal' in why && why.signal === 'SIGTERM';
+    log.info(why, `stopping: the workers ${drain ? 'drain, then ' : ''}finish their in-flight requests`);
     if (running === 0) stopped();
-    for (const worker of workers()) worker.process.kill('SIGTERM');
+    for (const worker of workers()) {
+      if (drain) worker.process.kill('SIGTERM');
+      else stopWithoutDrain(worker);
+    }
   };
 
-  process.on('SIGTERM', () => stop({ signal: 'SIGTERM' }));
+  process.on('SIGTERM', () => {
+    if (!stopping) return stop({ signal: 'SIGTERM' });
+    log.error('second SIGTERM: the workers stop now');
+    exitCode = 1;
+    for (const worker of workers()) worker.process.kill('SIGTERM');
+  });
   // The workers ignore SIGINT (the terminal's Ctrl-C reaches them too): this process decides. Its
   // listener comes before the store is prepared: a Ctrl-C then stops the start, where it killed the
   // process by signal.
@@ -90,7 +110,10 @@ export async function supervise(config: Config, prepareStore: (later: StoreLater
 
   // Workers that have listened: one killed by a signal before it did had nothing in flight.
   const served = new Set<number>();
-  cluster.on('listening', (worker) => served.add(worker.id));
+  cluster.on('listening', (worker) => {
+    served.add(worker.id);
+    if (stopping && !drain) stopWithoutDrain(worker);
+  });
   cluster.once('listening', (_worker, address) => {
     listening = baseUrl(address.address ?? config.host, address.port);
     announce();

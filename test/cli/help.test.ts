@@ -4,6 +4,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { MIGRATIONS as POSTGRES_MIGRATIONS } from '../../src/storage/postgres/migrations.js';
+import { MIGRATIONS as SQLITE_MIGRATIONS } from '../../src/storage/sqlite/migrations.js';
 import { runCli } from '../helpers/server.js';
 
 const ROOT = new URL('../../', import.meta.url);
@@ -13,12 +15,15 @@ const pkg = JSON.parse(readFileSync(new URL('package.json', ROOT), 'utf8')) as {
 };
 const manual = (page: string) => readFileSync(new URL(`docs/${page}`, ROOT), 'utf8');
 
-describe('--version prints the version of package.json', () => {
-  it('answers --version and -V with the version alone, exit 0', () => {
+/** What --version prints: the version of package.json and each engine's schema version. */
+const VERSION_LINE = `${pkg.version} (schema version: SQLite ${SQLITE_MIGRATIONS.length}, PostgreSQL ${POSTGRES_MIGRATIONS.length})\n`;
+
+describe('--version prints the version of package.json and the schema versions', () => {
+  it('answers --version and -V with one line, exit 0', () => {
     for (const flag of ['--version', '-V']) {
       const result = runCli([flag]);
       assert.equal(result.status, 0, result.stderr);
-      assert.equal(result.stdout, `${pkg.version}\n`);
+      assert.equal(result.stdout, VERSION_LINE);
     }
   });
 });
@@ -63,7 +68,7 @@ describe('npm run cli -- ... runs the built command line at once; npm start -- p
       timeout: 30_000,
     });
     assert.equal(result.status, 0, result.stderr);
-    assert.equal(result.stdout, `${pkg.version}\n`);
+    assert.equal(result.stdout, VERSION_LINE);
   });
 
   it('serves with the flags given after npm start --', async () => {

@@ -8,15 +8,16 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * README.md#running-the-tests: `npm test` passes on a machine with only PostgreSQL and Redis, the
- * suites that need PgBouncer or Chromium skipped with one line naming the program and how to
+ * suites that need PgBouncer, HAProxy or Chromium skipped with one line naming the program and how to
  * install it; under CI=true (which .ci/run sets) or TEST_REQUIRE_BINARIES=1 the same run fails.
  * Shown on the files that need them, run with both programs hidden: a PATH holding only `node`.
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-/** One suite of each kind: PgBouncer's own, a contract suite on the pooler's engine, both browser files. */
+/** One suite of each kind: PgBouncer's own, a contract suite on the pooler's engine, HAProxy's, both browser files. */
 const FILES = [
   'test/storage/pgbouncer.test.ts',
+  'test/ops/rolling-restart.test.ts',
   'test/contract/create.test.ts',
   'test/docs/browser.test.ts',
   'test/docs/browser-cors.test.ts',
@@ -27,7 +28,7 @@ let bin = '';
 /** The files under node:test with nothing but `node` on PATH; TAP on standard output. */
 function runHidden(mode: Record<string, string>) {
   const env: Record<string, string | undefined> = { ...process.env, PATH: bin, TEST_ENGINES: 'pgbouncer', ...mode };
-  for (const name of ['CI', 'TEST_REQUIRE_BINARIES', 'PGBOUNCER_PATH', 'CHROMIUM_PATH']) {
+  for (const name of ['CI', 'TEST_REQUIRE_BINARIES', 'PGBOUNCER_PATH', 'HAPROXY_PATH', 'CHROMIUM_PATH']) {
     if (!(name in mode)) delete env[name];
   }
   // Set by the runner of this file: the run would take itself for a child and run nothing.
@@ -57,6 +58,10 @@ describe('a suite that needs a missing program', { timeout: 300_000 }, () => {
       output,
     );
     assert.ok(
+      skips.some((line) => /haproxy not found on PATH: apt-get install haproxy/.test(line)),
+      output,
+    );
+    assert.ok(
       skips.some((line) => /chromium not found on PATH: apt-get install chromium/.test(line)),
       output,
     );
@@ -69,6 +74,7 @@ describe('a suite that needs a missing program', { timeout: 300_000 }, () => {
     assert.notEqual(status, 0, output);
     assert.doesNotMatch(output, /# SKIP .*not found/);
     assert.match(output, /pgbouncer not found on PATH/);
+    assert.match(output, /haproxy not found on PATH/);
     assert.match(output, /chromium not found on PATH/);
   });
 });

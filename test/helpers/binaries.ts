@@ -49,6 +49,13 @@ export const PGBOUNCER = binary(
   'apt-get install pgbouncer (Debian puts it in /usr/sbin: add that to PATH)',
 );
 
+/** Debian's HAProxy, for the rolling restart behind a balancer. */
+export const HAPROXY = binary(
+  'haproxy',
+  'HAPROXY_PATH',
+  'apt-get install haproxy (Debian puts it in /usr/sbin: add that to PATH)',
+);
+
 /** Debian's Chromium, driven by playwright-core (which never downloads a browser). */
 export const CHROMIUM = binary('chromium', 'CHROMIUM_PATH', 'apt-get install chromium');
 

@@ -74,12 +74,16 @@ export interface ServerOptions {
   database: string;
   args?: string[];
   env?: Record<string, string>;
+  /** Another build's command line (an earlier release's: test/upgrade/); this checkout's by default. */
+  cli?: string;
 }
 
-export async function startServer({ database, args = [], env = {} }: ServerOptions): Promise<RunningServer> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--database', database, ...args], {
-    // Limits off unless a test turns one on: many tests send bursts and bad tokens on purpose.
-    env: { ...process.env, RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', ...env },
+export async function startServer({ database, args = [], env = {}, cli = CLI }: ServerOptions): Promise<RunningServer> {
+  const child = spawn(process.execPath, [cli, 'serve', '--port', '0', '--database', database, ...args], {
+    // Limits off unless a test turns one on: many tests send bursts and bad tokens on purpose. No
+    // drain before a stop either (no balancer watches these servers): test/ops/shutdown.test.ts
+    // and test/ops/rolling-restart.test.ts set one.
+    env: { ...process.env, RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', SHUTDOWN_DELAY: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -133,3 +133,27 @@ describe('--workers 2: two processes serve one port on one SQLite store', () => 
     assert.doesNotMatch(server.stderr(), /worker \d+ exited/);
   });
 });
+
+describe('--workers 2: SIGTERM drains every worker, then stops them', () => {
+  it('answers /readyz 503 from both workers at once while still serving, then exits 0 after the delay', async () => {
+    const store = await sqlite.fresh();
+    try {
+      const server = await startServer({ database: store.url, args: ['--workers', '2', '--shutdown-delay', '2s'] });
+      for (let i = 0; i < 100 && (server.output().match(/Server listening/g) ?? []).length < 2; i++) await sleep(50);
+      const signalAt = Date.now();
+      const exit = server.stop('SIGTERM');
+      await sleep(300);
+      // Connections of their own, handed to the workers in turn: every one is refused readiness and
+      // every one is served.
+      for (let i = 0; i < 4; i++) {
+        assert.equal((await getAlone(`${server.url}/readyz`)).status, 503);
+        assert.equal((await getAlone(`${server.url}/healthz`)).status, 200);
+      }
+      assert.equal(await exit, 0, server.output());
+      const took = Date.now() - signalAt;
+      assert.ok(took >= 2_000 && took < 6_000, `exited ${took} ms after the signal`);
+    } finally {
+      await store.drop();
+    }
+  });
+});

@@ -143,6 +143,7 @@ async function undoSearchMigration(engine: string, url: string) {
              DROP TABLE disk_probe; DROP TABLE token_changes;
              DROP TRIGGER api_tokens_inserted; DROP TRIGGER api_tokens_updated; DROP TRIGGER api_tokens_deleted;
              DROP INDEX webhook_outbox_heads;
+             DROP TABLE schema_migrations;
              PRAGMA user_version = 4;`);
     db.close();
     return;

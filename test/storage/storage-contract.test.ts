@@ -80,9 +80,9 @@ async function everything(storage: Storage, account: string): Promise<{ chunks: 
 async function migrationsRecorded(engine: Engine, url: string): Promise<number[]> {
   if (engine.name === 'sqlite') {
     const db = new Database(sqlitePath(url), { readonly: true });
-    const version = db.pragma('user_version', { simple: true }) as number;
+    const versions = db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all() as number[];
     db.close();
-    return Array.from({ length: version }, (_, i) => i + 1);
+    return versions;
   }
   const sql = postgres(url, { max: 1 });
   try {

@@ -1,15 +1,17 @@
+import { expand, pendingMigrations, type AppliedMigration, type Migration } from '../schema-versions.js';
 import type { Sql, Tx } from './connection.js';
 import { searchMigration } from './search-migration.js';
 
 /**
- * Versioned schema; `schema_migrations` records which have run. Append, never edit.
+ * Versioned schema; `schema_migrations` records which have run (schema-versions.ts). Append, never
+ * edit.
  *
  * Every table is keyed by account first and every query of the request path names the account,
  * so `plants`, `webhook_endpoints` and `webhook_deliveries` can be distributed by `account`
  * (Citus, CockroachDB) without changing a statement; `api_tokens` is a reference table.
  */
-const MIGRATIONS: Array<string | ((tx: Tx) => Promise<void>)> = [
-  `CREATE TABLE plants (
+export const MIGRATIONS: Array<Migration<string | ((tx: Tx) => Promise<void>)>> = [
+  expand(`CREATE TABLE plants (
      account text NOT NULL,
      id bigint NOT NULL,
      name text NOT NULL,
@@ -25,10 +27,10 @@ const MIGRATIONS: Array<string | ((tx: Tx) => Promise<void>)> = [
      expires_at timestamptz,
      revoked_at timestamptz
    );
-   CREATE INDEX api_tokens_by_account ON api_tokens (account);`,
+   CREATE INDEX api_tokens_by_account ON api_tokens (account);`),
   // Plants by id (revisions for ETags) and webhooks: endpoints, and the outbox of deliveries
   // written in the same transaction as the change they report.
-  `ALTER TABLE plants ADD COLUMN revision bigint NOT NULL DEFAULT 0;
+  expand(`ALTER TABLE plants ADD COLUMN revision bigint NOT NULL DEFAULT 0;
    CREATE TABLE webhook_endpoints (
      account text NOT NULL,
      id text NOT NULL,
@@ -59,22 +61,22 @@ const MIGRATIONS: Array<string | ((tx: Tx) => Promise<void>)> = [
      updated_at timestamptz NOT NULL,
      PRIMARY KEY (account, endpoint_id, event_id)
    );
-   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at);`,
+   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at);`),
   // Webhooks: an endpoint's deliveries newest first (listing, recover); pending ones by due time
   // and settled ones by age (retention), each a partial index, so that the insert of a new event
   // (pending) in the change's transaction updates one index fewer. The due index holds created_at
   // too, so /metrics reads the backlog (count, oldest) from the index alone.
-  `DROP INDEX webhook_deliveries_due;
+  expand(`DROP INDEX webhook_deliveries_due;
    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at, created_at) WHERE state = 'pending';
    CREATE INDEX webhook_deliveries_settled ON webhook_deliveries (updated_at) WHERE state <> 'pending';
-   CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (account, endpoint_id, created_at);`,
+   CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (account, endpoint_id, created_at);`),
   // Finding plants: the folded names, the tag and name indexes, the trigram index (search-migration.ts).
-  searchMigration,
+  expand(searchMigration),
   // The change feed (src/feed/): every event of an account, numbered in commit order
   // (postgres/outbox.ts, recordEvents), kept for --event-retention; `account_events` holds each account's last
   // number (its row lock orders the commits) and the last one retention removed. `feed_key` binds
   // cursors to their account (gen_random_uuid draws from the strong random source).
-  `CREATE TABLE events (
+  expand(`CREATE TABLE events (
      account text NOT NULL,
      seq bigint NOT NULL,
      event_id text NOT NULL,
@@ -90,28 +92,30 @@ const MIGRATIONS: Array<string | ((tx: Tx) => Promise<void>)> = [
      pruned_through bigint NOT NULL
    );
    CREATE TABLE feed_key (id integer PRIMARY KEY CHECK (id = 1), key text NOT NULL);
-   INSERT INTO feed_key VALUES (1, replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));`,
+   INSERT INTO feed_key VALUES (1, replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));`),
   // One number that every change to the API tokens moves, whoever makes it (the server, the CLI,
   // copy, SQL by hand: a trigger), in the change's own transaction, so that a process confirms
   // every token it holds with one read (auth/api-token-verifier.ts).
-  `CREATE TABLE token_changes (id integer PRIMARY KEY CHECK (id = 1), n bigint NOT NULL);
+  expand(`CREATE TABLE token_changes (id integer PRIMARY KEY CHECK (id = 1), n bigint NOT NULL);
    INSERT INTO token_changes VALUES (1, 0);
    CREATE FUNCTION count_token_change() RETURNS trigger LANGUAGE plpgsql AS $$
      BEGIN UPDATE token_changes SET n = n + 1; RETURN NULL; END $$;
    CREATE TRIGGER api_tokens_changed AFTER INSERT OR UPDATE OR DELETE ON api_tokens
      FOR EACH ROW EXECUTE FUNCTION count_token_change();
    CREATE TRIGGER api_tokens_truncated AFTER TRUNCATE ON api_tokens
-     FOR EACH STATEMENT EXECUTE FUNCTION count_token_change();`,
+     FOR EACH STATEMENT EXECUTE FUNCTION count_token_change();`),
 ];
 
 /** Advisory lock keys are database-wide: this one is ASCII "plant-mi", unlikely to clash with another program's. */
 const MIGRATION_LOCK = 0x706c616e742d6d69n;
 
 /**
- * Brings the schema up to date. Instances starting together queue on the advisory lock and the
- * later ones find nothing left to do. The transaction-scoped lock is released by commit, rollback
- * or a dropped connection, so a crash mid-migration cannot leave it held; DDL is transactional in
- * PostgreSQL, so a failed migration leaves no half-built schema either.
+ * Brings the schema up to date, or refuses a store too new for this release (schema-versions.ts).
+ * Instances starting together queue on the advisory lock and the later ones find nothing left to
+ * do. The transaction-scoped lock is released by commit, rollback or a dropped connection, so a
+ * crash mid-migration cannot leave it held; DDL is transactional in PostgreSQL, so a failed
+ * migration leaves no half-built schema either. Releases before `expand_only` inserted only
+ * versions of their own, which this release knows: the column's default fits them.
  */
 export async function migrate(sql: Sql): Promise<void> {
   await sql.begin(async (tx) => {
@@ -120,12 +124,13 @@ export async function migrate(sql: Sql): Promise<void> {
                version integer PRIMARY KEY,
                applied_at timestamptz NOT NULL DEFAULT now()
              )`;
-    const [{ done }] = await tx<[{ done: number }]>`SELECT coalesce(max(version), 0) AS done FROM schema_migrations`;
-    for (let version = done + 1; version <= MIGRATIONS.length; version++) {
-      const migration = MIGRATIONS[version - 1]!;
-      if (typeof migration === 'string') await tx.unsafe(migration);
-      else await migration(tx);
-      await tx`INSERT INTO schema_migrations (version) VALUES (${version})`;
+    await tx`ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS expand_only boolean NOT NULL DEFAULT true`;
+    const applied = await tx<AppliedMigration[]>`SELECT version, expand_only AS "expandOnly" FROM schema_migrations`;
+    for (const version of pendingMigrations(MIGRATIONS, applied)) {
+      const { up, expandOnly } = MIGRATIONS[version - 1]!;
+      if (typeof up === 'string') await tx.unsafe(up);
+      else await up(tx);
+      await tx`INSERT INTO schema_migrations (version, expand_only) VALUES (${version}, ${expandOnly})`;
     }
   });
 }
