@@ -16,27 +16,42 @@ export function postgresDeliveries(sql: Sql): DeliveryStorage {
   return {
     async claimDeliveries(owner, now, leaseUntil, limit, share) {
       // SKIP LOCKED: processes claiming at once take disjoint rows instead of queueing on each
-      // other; a row another committed claim leased meanwhile is re-checked and left out. Of the
-      // rows locked, at most share.perEndpoint per endpoint are leased; the rest are left as they were.
-      const busyAccounts = sql.array(share.busy.map((b) => b.account));
-      const busyEndpoints = sql.array(share.busy.map((b) => b.endpointId));
+      // other; a row another committed claim leased meanwhile is re-checked and left out. Rows of
+      // an account or endpoint with no room left are not read; of the rows locked, each endpoint
+      // and then each account keeps to its room (oldest first); the rest are left as they were.
+      const endpointAccounts = sql.array(share.endpoints.map((e) => e.account));
+      const endpointIds = sql.array(share.endpoints.map((e) => e.endpointId));
+      const endpointRooms = sql.array(share.endpoints.map((e) => e.room));
+      const accounts = sql.array(share.accounts.map((a) => a.account));
+      const accountRooms = sql.array(share.accounts.map((a) => a.room));
       const rows = await sql<ClaimRow<Date>[]>`
-        WITH due AS (
+        WITH endpoint_room AS (
+          SELECT * FROM unnest(${endpointAccounts}::text[], ${endpointIds}::text[], ${endpointRooms}::int[])
+            AS r(account, endpoint_id, room)
+        ), account_room AS (
+          SELECT * FROM unnest(${accounts}::text[], ${accountRooms}::int[]) AS r(account, room)
+        ), due AS (
           SELECT d.account, d.endpoint_id, d.event_id, d.next_attempt_at FROM webhook_deliveries d
           JOIN webhook_endpoints e ON e.account = d.account AND e.id = d.endpoint_id AND e.enabled
           WHERE d.state = 'pending' AND d.next_attempt_at <= ${now}
             AND (d.lease_until IS NULL OR d.lease_until < ${now})
-            AND NOT EXISTS (
-              SELECT 1 FROM unnest(${busyAccounts}::text[], ${busyEndpoints}::text[]) AS b(account, endpoint_id)
-              WHERE b.account = d.account AND b.endpoint_id = d.endpoint_id)
+            AND NOT EXISTS (SELECT 1 FROM endpoint_room r
+                            WHERE r.room <= 0 AND r.account = d.account AND r.endpoint_id = d.endpoint_id)
+            AND NOT EXISTS (SELECT 1 FROM account_room r WHERE r.room <= 0 AND r.account = d.account)
           ORDER BY d.next_attempt_at LIMIT ${share.window}
           FOR UPDATE OF d SKIP LOCKED
-        ), ranked AS (
-          SELECT account, endpoint_id, event_id, next_attempt_at,
-                 row_number() OVER (PARTITION BY account, endpoint_id ORDER BY next_attempt_at) AS nth
-          FROM due
+        ), by_endpoint AS (
+          SELECT due.*, row_number() OVER (PARTITION BY due.account, due.endpoint_id ORDER BY due.next_attempt_at) AS nth,
+                 coalesce(r.room, ${share.perEndpoint}) AS room
+          FROM due LEFT JOIN endpoint_room r ON r.account = due.account AND r.endpoint_id = due.endpoint_id
+        ), by_account AS (
+          SELECT b.account, b.endpoint_id, b.event_id, b.next_attempt_at,
+                 row_number() OVER (PARTITION BY b.account ORDER BY b.next_attempt_at) AS nth,
+                 coalesce(r.room, ${share.perAccount}) AS room
+          FROM by_endpoint b LEFT JOIN account_room r ON r.account = b.account
+          WHERE b.nth <= b.room
         ), picked AS (
-          SELECT account, endpoint_id, event_id FROM ranked WHERE nth <= ${share.perEndpoint}
+          SELECT account, endpoint_id, event_id FROM by_account WHERE nth <= room
           ORDER BY next_attempt_at LIMIT ${limit}
         )
         UPDATE webhook_deliveries d SET lease_owner = ${owner}, lease_until = ${leaseUntil}

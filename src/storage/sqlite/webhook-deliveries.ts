@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
 import type { ClaimShare, DeliveryStorage } from '../types/webhooks.js';
 import { toClaimed, type ClaimRow } from '../webhook-rows.js';
-import { firstPerEndpoint } from './claim-share.js';
-import { busyAsJson, notBusy, outboxRows } from './outbox.js';
+import { fullAsJson, hasRoom, withinShare } from './claim-share.js';
+import { outboxRows } from './outbox.js';
 import { SQLITE_VALUES } from '../row-values.js';
 import { failPending } from './fail-pending.js';
 import { PRUNE_CHUNK_ROWS } from '../chunks.js';
@@ -11,9 +11,9 @@ import { PRUNE_CHUNK_ROWS } from '../chunks.js';
 export function sqliteDeliveries(deliveries: Database.Database): DeliveryStorage {
   const outboxThere = outboxRows(deliveries);
   // The deliverer's statements, on its own connection.
-  // Due, and not of an endpoint that already has its share of attempts in flight.
+  // Due, and not of an account or endpoint that already has its share of attempts in flight.
   const due = `d.state = 'pending' AND d.next_attempt_at <= @now AND (d.lease_until IS NULL OR d.lease_until < @now)
-    AND ${notBusy('d')}`;
+    AND ${hasRoom('d')}`;
   const anyDue = deliveries
     .prepare(
       `SELECT 1 FROM webhook_deliveries d JOIN webhook_endpoints e ON e.account = d.account AND e.id = d.endpoint_id
@@ -52,11 +52,11 @@ export function sqliteDeliveries(deliveries: Database.Database): DeliveryStorage
     outboxThere.backlog(),
   ]);
   const claim = deliveries.transaction(
-    (owner: string, now: number, until: number, limit: number, share: ClaimShare, busy: string) => {
+    (owner: string, now: number, until: number, limit: number, share: ClaimShare, full: string) => {
       // As many events as this claim may read come out of the outbox first (events are due at once).
-      outboxThere.unpackOldest(share.window, busy);
-      const due = selectDue.all({ now, busy, window: share.window }) as ClaimRow<number>[];
-      const rows = firstPerEndpoint(due, limit, share.perEndpoint);
+      outboxThere.unpackOldest(share.window, full);
+      const due = selectDue.all({ now, full, window: share.window }) as ClaimRow<number>[];
+      const rows = withinShare(due, limit, share);
       for (const row of rows) lease.run(owner, until, row.account, row.endpoint_id, row.event_id);
       return rows;
     },
@@ -89,9 +89,9 @@ export function sqliteDeliveries(deliveries: Database.Database): DeliveryStorage
     async claimDeliveries(owner, now, leaseUntil, limit, share) {
       // A read first, so a poll with nothing it may take (idle, or only endpoints at their share)
       // never takes the write lock.
-      const busy = busyAsJson(share);
-      if (anyDue.get({ now: now.getTime(), busy }) === undefined && !outboxThere.any(busy)) return [];
-      const rows: ClaimRow<number>[] = claim.immediate(owner, now.getTime(), leaseUntil.getTime(), limit, share, busy);
+      const full = fullAsJson(share);
+      if (anyDue.get({ now: now.getTime(), full }) === undefined && !outboxThere.any(full)) return [];
+      const rows: ClaimRow<number>[] = claim.immediate(owner, now.getTime(), leaseUntil.getTime(), limit, share, full);
       return rows.map((row) => toClaimed(row, SQLITE_VALUES.date));
     },
     async recordAttempts(owner, results) {
