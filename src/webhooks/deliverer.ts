@@ -122,10 +122,10 @@ export class Deliverer {
         if (busy) this.lastBusyClaim = Date.now();
         claimed = await this.claim(free);
       }
-      // After a claim that found work, more may be due: go again as soon as a slot is free.
-      // Otherwise nothing this process may take is due: wait for a commit, a freed slot (an
-      // account's room back) or POLL_MS.
-      if (claimed === 0 || busy || this.inFlight.size >= this.options.concurrency) await this.pause(POLL_MS);
+      // A claim that filled every free slot may have left more due: go again at once. One that
+      // filled fewer took all that may go now: wait for a commit, a freed slot (room back for its
+      // account and endpoint) or POLL_MS. So does a deliverer with no free slot.
+      if (busy || claimed < free || this.inFlight.size >= this.options.concurrency) await this.pause(POLL_MS);
       if (this.inFlight.size > 0) await delay(GATHER_MS);
     }
   }

@@ -29,6 +29,12 @@ export function withinShare<Row extends { account: string; endpoint_id: string }
   return picked;
 }
 
+/** How many more deliveries of the endpoint `share` lets a claim take (its account's room aside). */
+export function roomOf(share: ClaimShare, account: string, endpointId: string): number {
+  const listed = share.endpoints.find((e) => e.account === account && e.endpointId === endpointId);
+  return listed?.room ?? share.perEndpoint;
+}
+
 /**
  * The accounts and endpoints of `share` with no room left, as `hasRoom` reads them (`@full`): a JSON
  * object `{"accounts": [account, ...], "endpoints": [[account, id], ...]}`.
@@ -40,9 +46,12 @@ export function fullAsJson(share: ClaimShare): string {
   });
 }
 
-/** SQL: the row of table `alias` is neither of an account nor of an endpoint in `@full` (see fullAsJson). */
-export function hasRoom(alias: string): string {
+/**
+ * SQL: the row of table `alias` is neither of an account nor of an endpoint in `@full` (see
+ * fullAsJson); `endpointColumn` names its endpoint's id.
+ */
+export function hasRoom(alias: string, endpointColumn = 'endpoint_id'): string {
   return `${alias}.account NOT IN (SELECT value FROM json_each(@full, '$.accounts'))
     AND NOT EXISTS (SELECT 1 FROM json_each(@full, '$.endpoints') b
-                    WHERE b.value ->> 0 = ${alias}.account AND b.value ->> 1 = ${alias}.endpoint_id)`;
+                    WHERE b.value ->> 0 = ${alias}.account AND b.value ->> 1 = ${alias}.${endpointColumn})`;
 }
