@@ -31,6 +31,30 @@ async function silentReceiver() {
   };
 }
 
+/** A receiver that answers 200 after `delayMs`, counting the requests it holds at each moment. */
+async function slowReceiver(delayMs: number) {
+  let holding = 0;
+  const held: Array<{ at: number; holding: number }> = [];
+  const server = http.createServer((request, response) => {
+    request.resume();
+    held.push({ at: Date.now(), holding: ++holding });
+    setTimeout(() => {
+      holding--;
+      response.end();
+    }, delayMs);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    /** The most requests held at once among those that arrived after `since`. */
+    mostHeldSince: (since: number) => Math.max(0, ...held.filter((h) => h.at >= since).map((h) => h.holding)),
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 /** Alice's delivery is measured from her create's answer to its arrival. */
 const ALICE_WITHIN_MS = 2_000;
 /** An account's share of the slots: a quarter of the default --webhook-concurrency (64). */
@@ -73,3 +97,30 @@ for (const engine of ENGINES) {
     }
   });
 }
+
+describe('a slow endpoint is given fewer attempts at once, and another keeps its pace (sqlite)', () => {
+  const s = realServer(ENGINES[0]!, ['--webhook-allow-private']);
+  it('falls to one attempt in flight once its answers take over a second', async () => {
+    const slow = await slowReceiver(1_200);
+    const fast = await Receiver.start();
+    try {
+      const slowAccount = (await createToken(s.database, 'slow')).token;
+      const fastAccount = (await createToken(s.database, 'fast')).token;
+      await registerEndpoint(s.url, slowAccount, { url: slow.url });
+      await registerEndpoint(s.url, fastAccount, { url: fast.url() });
+      const plants = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ id: i + 1, name: `p${i}` })));
+      const startedAt = Date.now();
+      assert.equal((await postBatch(s.url, slowAccount, plants(40))).status, 200);
+      assert.equal((await postBatch(s.url, fastAccount, plants(300))).status, 200);
+      await fast.waitFor(300, () => true, 20_000);
+      // Its first attempts (the initial window of 4) answer after 1.2 s, each halving the window.
+      await sleep(3_000 - (Date.now() - startedAt));
+      const after = Date.now();
+      await sleep(2_500);
+      assert.equal(slow.mostHeldSince(after), 1, 'one attempt at a time');
+      assert.ok(slow.mostHeldSince(startedAt) <= 4, 'never more than its initial window');
+    } finally {
+      await Promise.all([slow.close(), fast.close()]);
+    }
+  });
+});
