@@ -48,19 +48,22 @@ export function postgresDeliveries(sql: Sql): DeliveryStorage {
             AND NOT EXISTS (SELECT 1 FROM account_room a WHERE a.room <= 0 AND a.account = e.account)
           ORDER BY h.first_due LIMIT ${limit}
         ), by_endpoint AS (
-          -- Of each, its due events in order, as many as it may take.
-          SELECT d.account, d.endpoint_id, d.event_id, d.next_attempt_at
+          -- Of each, its due events in order, as many as it may take. (A LIMIT the planner can
+          -- read: one it cannot estimate made it plan for the whole table, and compile the plan.)
+          SELECT d.account, d.endpoint_id, d.event_id, d.next_attempt_at, heads.room,
+                 row_number() OVER (PARTITION BY d.account, d.endpoint_id ORDER BY d.next_attempt_at) AS nth
           FROM heads CROSS JOIN LATERAL (
             SELECT d.account, d.endpoint_id, d.event_id, d.next_attempt_at FROM webhook_deliveries d
             WHERE d.account = heads.account AND d.endpoint_id = heads.endpoint_id AND d.state = 'pending'
               AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until < ${now})
-            ORDER BY d.next_attempt_at LIMIT least(heads.room, ${limit})
+            ORDER BY d.next_attempt_at LIMIT ${limit}
             FOR UPDATE SKIP LOCKED) d
         ), by_account AS (
           SELECT b.account, b.endpoint_id, b.event_id, b.next_attempt_at,
                  row_number() OVER (PARTITION BY b.account ORDER BY b.next_attempt_at) AS nth,
                  coalesce(r.room, ${perAccount}) AS room
           FROM by_endpoint b LEFT JOIN account_room r ON r.account = b.account
+          WHERE b.nth <= b.room
         ), picked AS (
           SELECT account, endpoint_id, event_id FROM by_account WHERE nth <= room
           ORDER BY next_attempt_at LIMIT ${limit}
