@@ -7,7 +7,7 @@ import { jwtIsOn } from './config/check.js';
 import { openApi } from './contract/openapi-document.js';
 import { exactValidatorCompiler } from './contract/validation.js';
 import { errorHandler, frameworkErrorHandler } from './errors.js';
-import { CommitNotices } from './events/commit-notices.js';
+import { CommitNotices } from './storage/commit-notices.js';
 import { FeedHub } from './feed/hub.js';
 import { changeFeed, hubSettings } from './feed/plugin.js';
 import { FeedCursors } from './feed/cursor.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { CommitNotices } from '../events/commit-notices.js';
+import type { CommitNotices } from '../storage/commit-notices.js';
 import type { Storage } from '../storage/types.js';
 import type { AddressGuard } from './address-guard.js';
 import { apiSaturation } from './saturation.js';

@@ -1,4 +1,4 @@
-import type { Storage } from '../storage/types.js';
+import type { Storage } from './types.js';
 
 /** Told the accounts whose events a commit of this process wrote. */
 export type CommitListener = (accounts: ReadonlySet<string>) => void;
