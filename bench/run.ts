@@ -40,6 +40,7 @@ import { mixed } from './scenarios/mixed.js';
 import { pgbouncerGet, pgbouncerPost } from './scenarios/pgbouncer.js';
 import { getPostgres, getSqlite, postPostgres, postSqlite } from './scenarios/requests.js';
 import { slowDisk } from './scenarios/slow-disk.js';
+import { webhookDeliveryPostgres, webhookDeliverySqlite } from './scenarios/webhook-delivery.js';
 import { webhooks } from './scenarios/webhooks.js';
 import { workers } from './scenarios/workers.js';
 import { preparePostgres, prepareSqlite, type BenchStore, type Sizes } from './stores.js';
@@ -53,6 +54,7 @@ const SCENARIOS: Record<string, (ctx: Context) => Promise<ScenarioResult>> = {
   post: postSqlite,
   'by-id': byId,
   webhooks,
+  'webhook-delivery': webhookDeliverySqlite,
   feed,
   'auth-flood': authFlood,
   'slow-disk': slowDisk,
@@ -65,6 +67,8 @@ const SCENARIOS: Record<string, (ctx: Context) => Promise<ScenarioResult>> = {
   'pg-bouncer-post': pgbouncerPost,
   'pg-feed': pgFeed,
   workers,
+  // Last: it leaves delivered events in the one PostgreSQL database.
+  'pg-webhook-delivery': webhookDeliveryPostgres,
 };
 
 /** byIdPlants depends on the settings (by-id.ts): its DELETE range is sized from a run's length. */

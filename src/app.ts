@@ -7,8 +7,8 @@ import { jwtIsOn } from './config/check.js';
 import { openApi } from './contract/openapi-document.js';
 import { exactValidatorCompiler } from './contract/validation.js';
 import { errorHandler, frameworkErrorHandler } from './errors.js';
+import { CommitNotices } from './storage/commit-notices.js';
 import { FeedHub } from './feed/hub.js';
-import { notifyingFeed } from './feed/notify.js';
 import { changeFeed, hubSettings } from './feed/plugin.js';
 import { FeedCursors } from './feed/cursor.js';
 import {
@@ -161,11 +161,14 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
     redisUrl: config.redisUrl,
     onRedisError: () => dependencyErrors.inc({ dependency: 'redis' }),
   });
-  // The change feed: this process's commits reach its open streams at once (notifyingFeed).
+  // The change feed and the webhook deliverer: this process's commits reach its open streams, and
+  // its deliverer, at once (CommitNotices).
+  const commits = new CommitNotices();
   const cursors = new FeedCursors(() => storage.feedKey());
   const hub =
     config.eventRetention > 0 ? new FeedHub(storage, cursors, { ...hubSettings(config), log: app.log }) : null;
-  const plantStore = hub === null ? storage : notifyingFeed(storage, hub);
+  if (hub !== null) commits.listen((accounts) => hub.poke(accounts));
+  const plantStore = commits.notifying(storage);
   await app.register(plantRoutes, {
     plants: new PlantService(plantStore, { groupCommit: config.groupCommit, pageCacheBytes: config.pageCacheBytes }),
   });
@@ -176,10 +179,12 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   await app.register(webhookRoutes, { webhooks: new WebhookService(storage, guard) });
   await app.register(webhookDelivery, {
     storage,
+    commits,
     guard,
     timeoutMs: config.webhookTimeout,
     retrySchedule: config.webhookRetrySchedule,
     concurrency: config.webhookConcurrency,
+    endpointConcurrency: config.webhookEndpointConcurrency,
     retentionMs: config.webhookRetention,
   });
   return app;

@@ -20,7 +20,14 @@ export const webhookSettings = {
   webhookConcurrency: {
     flag: '--webhook-concurrency <n>',
     env: 'WEBHOOK_CONCURRENCY',
-    help: 'webhook deliveries in flight at once, per process (one endpoint: at most a quarter of them)',
+    help: 'webhook deliveries in flight at once, per process (one account: at most a quarter of them)',
+    default: 64,
+    parse: integer(1, 1_000),
+  },
+  webhookEndpointConcurrency: {
+    flag: '--webhook-endpoint-concurrency <n>',
+    env: 'WEBHOOK_ENDPOINT_CONCURRENCY',
+    help: 'webhook deliveries in flight at once to one endpoint at most, reached while it answers quickly',
     default: 16,
     parse: integer(1, 1_000),
   },

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import type { CommitNotices } from '../storage/commit-notices.js';
 import type { Storage } from '../storage/types.js';
 import type { AddressGuard } from './address-guard.js';
 import { apiSaturation } from './saturation.js';
@@ -14,11 +15,16 @@ import { reportAttemptsOf, reportBacklogOf } from './metrics.js';
  * thread can reach the store (`sqlite::memory:`), then on the event loop. It starts once the
  * server listens (an app only injected into, as in some tests, sends nothing), stops claiming when
  * the app begins to close, and has let its attempts finish by the time the app is closed (before
- * the store is).
+ * the store is). Each commit of this process that wrote events wakes it (`commits`).
  */
 async function deliveryPlugin(
   app: FastifyInstance,
-  { storage, guard, ...settings }: DeliverySettings & { storage: Storage; guard: AddressGuard },
+  {
+    storage,
+    commits,
+    guard,
+    ...settings
+  }: DeliverySettings & { storage: Storage; commits: CommitNotices; guard: AddressGuard },
 ) {
   const attempts = new AttemptCounts();
   const deliverer =
@@ -31,6 +37,7 @@ async function deliveryPlugin(
           attempts,
           server: app.server,
         });
+  commits.listen(() => deliverer.poke());
   reportBacklogOf(storage);
   reportAttemptsOf(attempts);
   let stopped: Promise<void> = Promise.resolve();

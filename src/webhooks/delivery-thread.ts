@@ -9,13 +9,16 @@ import type { DeliveryLog, DeliverySettings } from './delivery-types.js';
 
 /**
  * What the deliverer's thread starts with (workerData): `apiBusy` is one shared Int32, 1 while the
- * API is busy; `attempts` the AttemptCounts' shared memory.
+ * API is busy; `commits` one shared Int32 that the event loop raises (and notifies) after each
+ * commit holding events, so that the thread claims them at once; `attempts` the AttemptCounts'
+ * shared memory.
  */
 export interface DeliveryThreadData {
   source: DeliverySource;
   settings: DeliverySettings;
   allowPrivate: boolean;
   apiBusy: SharedArrayBuffer;
+  commits: SharedArrayBuffer;
   attempts: SharedArrayBuffer;
 }
 /** What the thread tells the event loop: its kernel thread id (Linux, once), or a warning for the log. */
@@ -42,11 +45,13 @@ export interface DeliveryThreadOptions {
  * and on SQLite its waits for the write lock (up to busy_timeout) no longer hold requests up. On
  * Linux the thread runs at a lower priority than the API's (delivery-worker.ts). The event loop
  * keeps what only it knows or holds: whether the API is busy (shared memory, read by the thread
- * at each claim), the log (messages from the thread) and /metrics (attempt-counts.ts).
+ * at each claim), its own commits (shared memory, which the thread waits on), the log (messages
+ * from the thread) and /metrics (attempt-counts.ts).
  */
 export class DeliveryThread {
   private worker: Worker | null = null;
   private readonly busy = new Int32Array(new SharedArrayBuffer(4));
+  private readonly commits = new Int32Array(new SharedArrayBuffer(4));
   private busyTimer: NodeJS.Timeout | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
   private running = false;
@@ -79,6 +84,12 @@ export class DeliveryThread {
     await exited;
   }
 
+  /** This process committed events: the thread looks for them at once (no message: a store and a notify). */
+  poke() {
+    Atomics.add(this.commits, 0, 1);
+    Atomics.notify(this.commits, 0);
+  }
+
   /** The CPU the thread has used, in microseconds (Linux; else 0): the API's saturation leaves it out (saturation.ts). */
   cpuMicros(): number {
     return this.threadId === null ? 0 : threadCpuMicros(this.threadId);
@@ -90,6 +101,7 @@ export class DeliveryThread {
       settings: this.options.settings,
       allowPrivate: this.options.allowPrivate,
       apiBusy: this.busy.buffer as SharedArrayBuffer,
+      commits: this.commits.buffer as SharedArrayBuffer,
       attempts: this.options.attempts.shared,
     };
     const worker = new Worker(threadModule('delivery-worker', import.meta.url), { workerData: data });

@@ -10,7 +10,10 @@ export type AttemptOutcome = 'delivered' | 'retrying' | 'failed';
 export interface DeliverySettings {
   timeoutMs: number;
   retrySchedule: readonly number[];
+  /** Attempts in flight per process (--webhook-concurrency); an account may have a quarter of them (fair-share.ts). */
   concurrency: number;
+  /** Attempts in flight per endpoint at most, however quickly it answers (endpoint-pace.ts). */
+  endpointConcurrency: number;
   retentionMs: number;
 }
 

@@ -17,7 +17,13 @@ import { insertPlants, type PlantWrite } from '../helpers/plants.js';
 /** The Storage interface, checked the same way on every engine. */
 
 /** A claim that takes any number of one endpoint's events. */
-const ANY_SHARE: ClaimShare = { perEndpoint: Number.MAX_SAFE_INTEGER, window: 1, busy: [] };
+const ANY_SHARE: ClaimShare = {
+  perAccount: Number.MAX_SAFE_INTEGER,
+  perEndpoint: Number.MAX_SAFE_INTEGER,
+  accounts: [],
+  endpoints: [],
+  window: 1,
+};
 const INT64_MIN = -9223372036854775808n;
 const INT64_MAX = 9223372036854775807n;
 const TWO_POW_53 = 9007199254740992n;
@@ -603,9 +609,10 @@ for (const { engine, options, label } of VARIANTS) {
         assert.deepEqual(await listed(), expected, 'claimed, the events are listed as before');
       });
 
-      it('shares a claim among endpoints: at most perEndpoint of one, none of a busy one', async () => {
+      it('shares a claim among accounts and endpoints: each within its room, none of a full one', async () => {
         await addEndpoints([
           { account: 'backlogged', id: 'ep_b', events: ALL, enabled: true },
+          { account: 'backlogged', id: 'ep_b2', events: ALL, enabled: true },
           { account: 'other', id: 'ep_o', events: ALL, enabled: true },
         ]);
         await storage().applyChanges(
@@ -613,21 +620,48 @@ for (const { engine, options, label } of VARIANTS) {
         );
         await storage().applyChanges([{ ...create('other', plant(1n), 0), eventId: 'evt_o1' }]);
         // Events of one commit are due at the same moment: which of them comes first is not fixed.
-        const claim = async ({ perEndpoint, busy }: Omit<ClaimShare, 'window'>) => {
+        const claim = async (share: Omit<ClaimShare, 'window'>) => {
           const now = claimNow();
-          const share = { perEndpoint, window: claimWindow(100, perEndpoint), busy };
-          const batch = await storage().claimDeliveries('owner', now, new Date(now.getTime() + 60_000), 100, share);
-          const of = (account: string) => batch.filter((d) => d.account === account).map((d) => d.eventId);
-          return { backlogged: of('backlogged'), other: of('other') };
+          const window = claimWindow(100, share.perEndpoint);
+          const batch = await storage().claimDeliveries('owner', now, new Date(now.getTime() + 60_000), 100, {
+            ...share,
+            window,
+          });
+          // An event of the account is one delivery per endpoint: named by both.
+          const of = (endpoint: string) =>
+            batch.filter((d) => d.endpointId === endpoint).map((d) => `${endpoint}/${d.eventId}`);
+          return { b: of('ep_b'), b2: of('ep_b2'), other: of('ep_o') };
         };
-        const first = await claim({ perEndpoint: 1, busy: [] });
-        assert.equal(first.backlogged.length, 1, 'one of the backlog');
-        assert.deepEqual(first.other, ['evt_o1'], 'and the other endpoint is not kept waiting');
-        const busy = await claim({ perEndpoint: 1, busy: [{ account: 'backlogged', endpointId: 'ep_b' }] });
-        assert.deepEqual(busy, { backlogged: [], other: [] }, 'nothing of a busy endpoint');
-        const next = await claim({ perEndpoint: 2, busy: [] });
-        assert.equal(next.backlogged.length, 2);
-        assert.ok(!next.backlogged.includes(first.backlogged[0]!), 'each event claimed once');
+        const none = { accounts: [], endpoints: [] };
+        const first = await claim({ perAccount: 3, perEndpoint: 1, ...none });
+        assert.equal(first.b.length, 1, 'one of each endpoint of the backlog');
+        assert.equal(first.b2.length, 1);
+        assert.deepEqual(first.other, ['ep_o/evt_o1'], 'and the other account is not kept waiting');
+        const full = await claim({
+          perAccount: 3,
+          perEndpoint: 3,
+          accounts: [{ account: 'backlogged', room: 0 }],
+          endpoints: [],
+        });
+        assert.deepEqual(full, { b: [], b2: [], other: [] }, 'nothing of a full account');
+        const fullEndpoint = await claim({
+          perAccount: 3,
+          perEndpoint: 3,
+          accounts: [],
+          endpoints: [{ account: 'backlogged', endpointId: 'ep_b', room: 0 }],
+        });
+        assert.deepEqual(fullEndpoint.b, [], 'nothing of a full endpoint');
+        assert.equal(fullEndpoint.b2.length, 3, 'its neighbour takes its own room');
+        const next = await claim({
+          perAccount: 2,
+          perEndpoint: 5,
+          accounts: [],
+          endpoints: [{ account: 'backlogged', endpointId: 'ep_b', room: 1 }],
+        });
+        assert.equal(next.b.length + next.b2.length, 2, "within the account's room");
+        assert.ok(next.b.length <= 1, "within the endpoint's room");
+        const claimed = [...first.b, ...first.b2, ...fullEndpoint.b2, ...next.b, ...next.b2];
+        assert.equal(new Set(claimed).size, claimed.length, 'each event claimed once');
       });
 
       it("fails the endpoint's queued events when it is disabled, and drops them with it", async () => {
@@ -654,10 +688,10 @@ for (const { engine, options, label } of VARIANTS) {
     it('migrates exactly once when they all open at the same moment', async () => {
       // SQLite's fourth is its packed outbox (src/storage/sqlite/migrations.ts); then search, the
       // change feed, the search triggers dropped, the plants' clock, the search counter, the
-      // outbox's heads, the disk probe and the tokens' version.
+      // outbox's heads, the disk probe, the tokens' version and the deliveries by endpoint and due time.
       assert.deepEqual(
         await migrationsRecorded(engine, store.url),
-        engine.name === 'sqlite' ? [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] : [1, 2, 3, 4, 5, 6],
+        engine.name === 'sqlite' ? [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13] : [1, 2, 3, 4, 5, 6, 7],
       );
     });
 

@@ -130,6 +130,7 @@ describe('a delivery thread that ends unasked is started again', () => {
           timeoutMs: DEFAULTS.webhookTimeout,
           retrySchedule: DEFAULTS.webhookRetrySchedule,
           concurrency: DEFAULTS.webhookConcurrency,
+          endpointConcurrency: DEFAULTS.webhookEndpointConcurrency,
           retentionMs: DEFAULTS.webhookRetention,
         },
         allowPrivate: false,

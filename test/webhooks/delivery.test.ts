@@ -359,34 +359,6 @@ for (const engine of ENGINES_AND_POOLER) {
     });
   });
 
-  const quarter = `a receiver that hangs, with a backlog, holds a quarter of the slots, not every one (${engine.name})`;
-  describe(quarter, { skip: engine.skip }, () => {
-    // Four slots: one endpoint may have one attempt in flight.
-    const s = realServer(engine, [...WEBHOOK_TEST_ARGS, '--webhook-concurrency', '4', '--webhook-timeout', '8s']);
-    it("delivers another account's event while the hanging endpoint's attempts wait for their timeout", async () => {
-      const hanging = await Receiver.start();
-      const healthy = await Receiver.start();
-      try {
-        hanging.answer = () => 'hang';
-        const slowAccount = (await createToken(s.database, `hangs-${engine.name}`)).token;
-        await registerEndpoint(s.url, slowAccount, { url: hanging.url() });
-        for (let id = 1; id <= 8; id++)
-          assert.equal((await postPlant(s.url, slowAccount, { id, name: `p${id}` })).status, 200);
-        await hanging.waitFor(1);
-
-        const otherAccount = (await createToken(s.database, `waits-${engine.name}`)).token;
-        await registerEndpoint(s.url, otherAccount, { url: healthy.url() });
-        const sentAt = Date.now();
-        await postPlant(s.url, otherAccount, { id: 1, name: 'not held back' });
-        await healthy.waitFor(1);
-        assert.ok(Date.now() - sentAt < 4_000, `arrived ${Date.now() - sentAt} ms after the create`);
-        assert.equal(hanging.received.length, 1, 'one attempt in flight for the hanging endpoint');
-      } finally {
-        await Promise.all([hanging.close(), healthy.close()]);
-      }
-    });
-  });
-
   const retention = `--webhook-retention removes delivered and failed events past it (${engine.name})`;
   describe(retention, { skip: engine.skip }, () => {
     const s = realServer(engine, [...WEBHOOK_TEST_ARGS, '--webhook-retention', '1s']);

@@ -104,6 +104,10 @@ export const MIGRATIONS: Array<Migration<string | ((tx: Tx) => Promise<void>)>> 
      FOR EACH ROW EXECUTE FUNCTION count_token_change();
    CREATE TRIGGER api_tokens_truncated AFTER TRUNCATE ON api_tokens
      FOR EACH STATEMENT EXECUTE FUNCTION count_token_change();`),
+  // Each endpoint's pending deliveries in due order: a claim reads the head of each endpoint that
+  // has room, so that the backlog of a full one (at its share) is never read past, whatever its size.
+  expand(`CREATE INDEX webhook_deliveries_endpoint_due ON webhook_deliveries (account, endpoint_id, next_attempt_at)
+     WHERE state = 'pending';`),
 ];
 
 /** Advisory lock keys are database-wide: this one is ASCII "plant-mi", unlikely to clash with another program's. */

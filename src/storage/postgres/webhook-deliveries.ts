@@ -16,27 +16,56 @@ export function postgresDeliveries(sql: Sql): DeliveryStorage {
   return {
     async claimDeliveries(owner, now, leaseUntil, limit, share) {
       // SKIP LOCKED: processes claiming at once take disjoint rows instead of queueing on each
-      // other; a row another committed claim leased meanwhile is re-checked and left out. Of the
-      // rows locked, at most share.perEndpoint per endpoint are leased; the rest are left as they were.
-      const busyAccounts = sql.array(share.busy.map((b) => b.account));
-      const busyEndpoints = sql.array(share.busy.map((b) => b.endpointId));
+      // other; a row another committed claim leased meanwhile is re-checked and left out. Rows of
+      // an account or endpoint with no room left are not read; of the rows locked, each endpoint
+      // keeps to its room, and then each account (oldest first); the rest are left as they were.
+      const endpointAccounts = sql.array(share.endpoints.map((e) => e.account));
+      const endpointIds = sql.array(share.endpoints.map((e) => e.endpointId));
+      const endpointRooms = sql.array(share.endpoints.map((e) => e.room));
+      const accounts = sql.array(share.accounts.map((a) => a.account));
+      const accountRooms = sql.array(share.accounts.map((a) => a.room));
+      // No claim takes more than `limit` of anything: rooms past it are `limit` (and fit an int).
+      const perEndpoint = Math.min(share.perEndpoint, limit);
+      const perAccount = Math.min(share.perAccount, limit);
       const rows = await sql<ClaimRow<Date>[]>`
-        WITH due AS (
-          SELECT d.account, d.endpoint_id, d.event_id, d.next_attempt_at FROM webhook_deliveries d
-          JOIN webhook_endpoints e ON e.account = d.account AND e.id = d.endpoint_id AND e.enabled
-          WHERE d.state = 'pending' AND d.next_attempt_at <= ${now}
-            AND (d.lease_until IS NULL OR d.lease_until < ${now})
-            AND NOT EXISTS (
-              SELECT 1 FROM unnest(${busyAccounts}::text[], ${busyEndpoints}::text[]) AS b(account, endpoint_id)
-              WHERE b.account = d.account AND b.endpoint_id = d.endpoint_id)
-          ORDER BY d.next_attempt_at LIMIT ${share.window}
-          FOR UPDATE OF d SKIP LOCKED
-        ), ranked AS (
-          SELECT account, endpoint_id, event_id, next_attempt_at,
-                 row_number() OVER (PARTITION BY account, endpoint_id ORDER BY next_attempt_at) AS nth
-          FROM due
+        WITH endpoint_room AS (
+          SELECT * FROM unnest(${endpointAccounts}::text[], ${endpointIds}::text[], ${endpointRooms}::int[])
+            AS r(account, endpoint_id, room)
+        ), account_room AS (
+          SELECT * FROM unnest(${accounts}::text[], ${accountRooms}::int[]) AS r(account, room)
+        ), heads AS (
+          -- The due head of each enabled endpoint with room (webhook_deliveries_endpoint_due), oldest
+          -- first: a full endpoint's backlog is never read, however long.
+          SELECT e.account, e.id AS endpoint_id, coalesce(r.room, ${perEndpoint}) AS room, h.first_due
+          FROM webhook_endpoints e
+          LEFT JOIN endpoint_room r ON r.account = e.account AND r.endpoint_id = e.id
+          CROSS JOIN LATERAL (
+            SELECT d.next_attempt_at AS first_due FROM webhook_deliveries d
+            WHERE d.account = e.account AND d.endpoint_id = e.id AND d.state = 'pending'
+              AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until < ${now})
+            ORDER BY d.next_attempt_at LIMIT 1) h
+          WHERE e.enabled AND coalesce(r.room, ${perEndpoint}) > 0
+            AND NOT EXISTS (SELECT 1 FROM account_room a WHERE a.room <= 0 AND a.account = e.account)
+          ORDER BY h.first_due LIMIT ${limit}
+        ), by_endpoint AS (
+          -- Of each, its due events in order, as many as it may take. (A LIMIT the planner can
+          -- read: one it cannot estimate made it plan for the whole table, and compile the plan.)
+          SELECT d.account, d.endpoint_id, d.event_id, d.next_attempt_at, heads.room,
+                 row_number() OVER (PARTITION BY d.account, d.endpoint_id ORDER BY d.next_attempt_at) AS nth
+          FROM heads CROSS JOIN LATERAL (
+            SELECT d.account, d.endpoint_id, d.event_id, d.next_attempt_at FROM webhook_deliveries d
+            WHERE d.account = heads.account AND d.endpoint_id = heads.endpoint_id AND d.state = 'pending'
+              AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until < ${now})
+            ORDER BY d.next_attempt_at LIMIT ${limit}
+            FOR UPDATE SKIP LOCKED) d
+        ), by_account AS (
+          SELECT b.account, b.endpoint_id, b.event_id, b.next_attempt_at,
+                 row_number() OVER (PARTITION BY b.account ORDER BY b.next_attempt_at) AS nth,
+                 coalesce(r.room, ${perAccount}) AS room
+          FROM by_endpoint b LEFT JOIN account_room r ON r.account = b.account
+          WHERE b.nth <= b.room
         ), picked AS (
-          SELECT account, endpoint_id, event_id FROM ranked WHERE nth <= ${share.perEndpoint}
+          SELECT account, endpoint_id, event_id FROM by_account WHERE nth <= room
           ORDER BY next_attempt_at LIMIT ${limit}
         )
         UPDATE webhook_deliveries d SET lease_owner = ${owner}, lease_until = ${leaseUntil}

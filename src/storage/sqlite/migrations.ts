@@ -136,6 +136,10 @@ export const MIGRATIONS: Array<Migration<string | ((db: Database.Database) => vo
    CREATE TRIGGER api_tokens_inserted AFTER INSERT ON api_tokens BEGIN UPDATE token_changes SET n = n + 1; END;
    CREATE TRIGGER api_tokens_updated AFTER UPDATE ON api_tokens BEGIN UPDATE token_changes SET n = n + 1; END;
    CREATE TRIGGER api_tokens_deleted AFTER DELETE ON api_tokens BEGIN UPDATE token_changes SET n = n + 1; END;`),
+  // Each endpoint's pending deliveries in due order: a claim reads the head of each endpoint that
+  // has room, so that the backlog of a full one (at its share) is never read past, whatever its size.
+  expand(`CREATE INDEX webhook_deliveries_endpoint_due ON webhook_deliveries (account, endpoint_id, next_attempt_at)
+     WHERE state = 'pending';`),
 ];
 
 /**

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { PlantEventType } from '../../events/plant-event.js';
-import type { ClaimShare } from '../types/webhooks.js';
 import type { DeliveryRow } from '../webhook-rows.js';
+import { hasRoom } from './claim-share.js';
 
 /**
  * The events of one write transaction: `queue` each change's event (its payload made once for the
@@ -72,16 +72,6 @@ export function outbox(db: Database.Database): () => EventQueue {
   return () => (anyEndpoint.get() === undefined ? NO_EVENTS : transactionQueue());
 }
 
-/** The endpoints of `share.busy` as `notBusy` reads them (`@busy`): a JSON array of [account, id] pairs. */
-export function busyAsJson(share: ClaimShare): string {
-  return JSON.stringify(share.busy.map((b) => [b.account, b.endpointId]));
-}
-
-/** SQL: the row of table `alias` is not of an endpoint in `@busy` (see busyAsJson). */
-export function notBusy(alias: string): string {
-  return `NOT EXISTS (SELECT 1 FROM json_each(@busy) b WHERE b.value ->> 0 = ${alias}.account AND b.value ->> 1 = ${alias}.endpoint_id)`;
-}
-
 /** Endpoints whose oldest row one round of `unpackOldest` takes. */
 const UNPACK_ENDPOINTS_PER_ROUND = 64;
 
@@ -108,18 +98,18 @@ export function outboxRows(conn: Database.Database) {
   );
   // The oldest row of each endpoint (SQLite takes the bare columns from the row min() picks; event
   // ids grow with time), endpoints by the age of that row: one backlog cannot keep the others in.
-  // Endpoints with all the attempts in flight they may have (`busy`, JSON [account, id] pairs) wait:
-  // their events could not be claimed now anyway.
+  // Accounts and endpoints with all the attempts in flight they may have (`full`: claim-share.ts)
+  // wait: their events could not be claimed now anyway.
   const oldestPerEndpoint = conn.prepare(
     `SELECT account, endpoint_id, min(first_event_id) AS first_event_id, event_count, created_at
-     FROM webhook_outbox o WHERE ${notBusy('o')}
+     FROM webhook_outbox o WHERE ${hasRoom('o')}
      GROUP BY account, endpoint_id ORDER BY created_at LIMIT @limit`,
   );
   const unpackEndpoint = deliveriesFrom('o.account = ? AND o.endpoint_id = ?');
   const unpackAll = deliveriesFrom('1');
   const removeAll = conn.prepare('DELETE FROM webhook_outbox');
   const removeEndpoint = conn.prepare('DELETE FROM webhook_outbox WHERE account = ? AND endpoint_id = ?');
-  const any = conn.prepare(`SELECT 1 FROM webhook_outbox o WHERE ${notBusy('o')} LIMIT 1`).pluck();
+  const any = conn.prepare(`SELECT 1 FROM webhook_outbox o WHERE ${hasRoom('o')} LIMIT 1`).pluck();
   const newest = conn.prepare(
     `SELECT e.value ->> 0 AS event_id, e.value ->> 1 AS event_type, o.created_at
      FROM (SELECT events, created_at FROM webhook_outbox WHERE account = ? AND endpoint_id = ?
@@ -130,18 +120,18 @@ export function outboxRows(conn: Database.Database) {
   );
 
   return {
-    /** Whether any event waits in the outbox, but those of the `busy` endpoints (see unpackOldest). */
-    any: (busy: string) => any.get({ busy }) !== undefined,
+    /** Whether any event waits in the outbox, but those of the `full` accounts and endpoints (see unpackOldest). */
+    any: (full: string) => any.get({ full }) !== undefined,
     /**
-     * Unpacks rows into pending deliveries, the oldest of each endpoint in turn (but those in
-     * `busy`, a JSON array of [account, endpoint id] pairs), until at least `events` events are out
+     * Unpacks rows into pending deliveries, the oldest of each endpoint in turn (but those of the
+     * accounts and endpoints in `full`: claim-share.ts), until at least `events` events are out
      * (a row holds at most one batch): bounded work, so the caller's transaction stays short.
      * Call inside a write transaction.
      */
-    unpackOldest(events: number, busy: string) {
+    unpackOldest(events: number, full: string) {
       let unpacked = 0;
       while (unpacked < events) {
-        const rows = oldestPerEndpoint.all({ busy, limit: UNPACK_ENDPOINTS_PER_ROUND }) as OutboxHead[];
+        const rows = oldestPerEndpoint.all({ full, limit: UNPACK_ENDPOINTS_PER_ROUND }) as OutboxHead[];
         if (rows.length === 0) return;
         for (const row of rows) {
           if (unpacked >= events) return;

@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
 import type { ClaimShare, DeliveryStorage } from '../types/webhooks.js';
 import { toClaimed, type ClaimRow } from '../webhook-rows.js';
-import { firstPerEndpoint } from './claim-share.js';
-import { busyAsJson, notBusy, outboxRows } from './outbox.js';
+import { fullAsJson, hasRoom, roomOf, withinShare } from './claim-share.js';
+import { outboxRows } from './outbox.js';
 import { SQLITE_VALUES } from '../row-values.js';
 import { failPending } from './fail-pending.js';
 import { PRUNE_CHUNK_ROWS } from '../chunks.js';
@@ -11,20 +11,31 @@ import { PRUNE_CHUNK_ROWS } from '../chunks.js';
 export function sqliteDeliveries(deliveries: Database.Database): DeliveryStorage {
   const outboxThere = outboxRows(deliveries);
   // The deliverer's statements, on its own connection.
-  // Due, and not of an endpoint that already has its share of attempts in flight.
-  const due = `d.state = 'pending' AND d.next_attempt_at <= @now AND (d.lease_until IS NULL OR d.lease_until < @now)
-    AND ${notBusy('d')}`;
+  const leaseFree = '(d.lease_until IS NULL OR d.lease_until < @now)';
   const anyDue = deliveries
     .prepare(
-      `SELECT 1 FROM webhook_deliveries d JOIN webhook_endpoints e ON e.account = d.account AND e.id = d.endpoint_id
-       WHERE ${due} AND e.enabled = 1 LIMIT 1`,
+      `SELECT 1 FROM webhook_deliveries d WHERE d.state = 'pending' AND d.next_attempt_at <= @now AND ${leaseFree} LIMIT 1`,
     )
     .pluck();
-  const selectDue = deliveries.prepare(
-    `SELECT d.account, d.endpoint_id, d.event_id, d.event_type, d.payload, d.attempts,
+  // The due head of each enabled endpoint with room (webhook_deliveries_endpoint_due): a full
+  // endpoint's backlog is never read, however long.
+  const heads = deliveries.prepare(
+    `SELECT account, endpoint_id, first_due FROM (
+       SELECT e.account, e.id AS endpoint_id,
+              (SELECT d.next_attempt_at FROM webhook_deliveries d
+               WHERE d.account = e.account AND d.endpoint_id = e.id AND d.state = 'pending'
+                 AND d.next_attempt_at <= @now AND ${leaseFree}
+               ORDER BY d.next_attempt_at LIMIT 1) AS first_due
+       FROM webhook_endpoints e WHERE e.enabled = 1 AND ${hasRoom('e', 'id')})
+     WHERE first_due IS NOT NULL ORDER BY first_due LIMIT @limit`,
+  );
+  const dueOf = deliveries.prepare(
+    `SELECT d.account, d.endpoint_id, d.event_id, d.event_type, d.payload, d.attempts, d.next_attempt_at,
             e.url, e.secret, e.previous_secret, e.previous_secret_until
      FROM webhook_deliveries d JOIN webhook_endpoints e ON e.account = d.account AND e.id = d.endpoint_id
-     WHERE ${due} AND e.enabled = 1 ORDER BY d.next_attempt_at LIMIT @window`,
+     WHERE d.account = @account AND d.endpoint_id = @endpoint AND d.state = 'pending'
+       AND d.next_attempt_at <= @now AND ${leaseFree}
+     ORDER BY d.next_attempt_at LIMIT @window`,
   );
   const lease = deliveries.prepare(
     `UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?
@@ -52,11 +63,23 @@ export function sqliteDeliveries(deliveries: Database.Database): DeliveryStorage
     outboxThere.backlog(),
   ]);
   const claim = deliveries.transaction(
-    (owner: string, now: number, until: number, limit: number, share: ClaimShare, busy: string) => {
+    (owner: string, now: number, until: number, limit: number, share: ClaimShare, full: string) => {
       // As many events as this claim may read come out of the outbox first (events are due at once).
-      outboxThere.unpackOldest(share.window, busy);
-      const due = selectDue.all({ now, busy, window: share.window }) as ClaimRow<number>[];
-      const rows = firstPerEndpoint(due, limit, share.perEndpoint);
+      outboxThere.unpackOldest(share.window, full);
+      // The endpoints by their oldest due event; of each, its due events in order, as many as the
+      // endpoint may take; then the first `limit` that keep to every room, oldest first.
+      const endpoints = heads.all({ now, full, limit }) as { account: string; endpoint_id: string }[];
+      const due = endpoints.flatMap(
+        ({ account, endpoint_id }) =>
+          dueOf.all({
+            now,
+            account,
+            endpoint: endpoint_id,
+            window: Math.min(limit, roomOf(share, account, endpoint_id)),
+          }) as Array<ClaimRow<number> & { next_attempt_at: number }>,
+      );
+      due.sort((a, b) => a.next_attempt_at - b.next_attempt_at);
+      const rows = withinShare(due, limit, share);
       for (const row of rows) lease.run(owner, until, row.account, row.endpoint_id, row.event_id);
       return rows;
     },
@@ -89,9 +112,9 @@ export function sqliteDeliveries(deliveries: Database.Database): DeliveryStorage
     async claimDeliveries(owner, now, leaseUntil, limit, share) {
       // A read first, so a poll with nothing it may take (idle, or only endpoints at their share)
       // never takes the write lock.
-      const busy = busyAsJson(share);
-      if (anyDue.get({ now: now.getTime(), busy }) === undefined && !outboxThere.any(busy)) return [];
-      const rows: ClaimRow<number>[] = claim.immediate(owner, now.getTime(), leaseUntil.getTime(), limit, share, busy);
+      const full = fullAsJson(share);
+      if (anyDue.get({ now: now.getTime() }) === undefined && !outboxThere.any(full)) return [];
+      const rows: ClaimRow<number>[] = claim.immediate(owner, now.getTime(), leaseUntil.getTime(), limit, share, full);
       return rows.map((row) => toClaimed(row, SQLITE_VALUES.date));
     },
     async recordAttempts(owner, results) {

@@ -15,12 +15,19 @@ export interface NewWebhookEndpoint extends WebhookEndpoint {
   secret: string;
 }
 
-/** How a claim shares the deliverer's slots among endpoints (see `claimDeliveries`; the rules are in src/webhooks/fair-share.ts). */
+/**
+ * How a claim shares the deliverer's slots among accounts and endpoints (see `claimDeliveries`; the
+ * rules are in src/webhooks/fair-share.ts): how many more deliveries of one account, and of one
+ * endpoint, the claim may take. An account or endpoint not listed has `perAccount` or `perEndpoint`
+ * of room; one listed with no room left is not even read.
+ */
 export interface ClaimShare {
+  perAccount: number;
   perEndpoint: number;
+  accounts: Array<{ account: string; room: number }>;
+  endpoints: Array<{ account: string; endpointId: string; room: number }>;
   /** How many due rows the claim may read to find its deliveries. */
   window: number;
-  busy: Array<{ account: string; endpointId: string }>;
 }
 
 /** Absent fields stay as they are. */
@@ -99,8 +106,8 @@ export interface WebhookStorage {
   /**
    * Leases up to `limit` due deliveries of enabled endpoints to `owner` until `leaseUntil`: due
    * pending rows whose lease is absent or expired, oldest due first. Each row goes to one claimer.
-   * At most `share.perEndpoint` of one endpoint, and none of the endpoints in `share.busy`: one
-   * receiver's backlog cannot take every slot from the others.
+   * No more of one account or one endpoint than `share` leaves room for: one account's backlog, or
+   * its receivers that hang, cannot take every slot from the others.
    */
   claimDeliveries(
     owner: string,
