@@ -16,6 +16,41 @@ export const Plants = Type.Array(Type.Ref(Plant), {
   examples: [[{ name: 'Monstera deliciosa', tag: 'aroid' }, { name: 'Sansevieria' }]],
 });
 
+/**
+ * A plant as the reads (`GET /plants`, `GET /plants/{id}`) answer it: without `select` exactly a
+ * `Plant`; with it, only the fields it names. Every property is optional, since `select` decides
+ * which appear: a generated client types `id` as an optional int64 and the client library narrows
+ * it to what was selected.
+ */
+export const SelectedPlant = Type.Partial(
+  Type.Object({
+    id: Type.Unsafe<bigint>({
+      type: 'integer',
+      format: 'int64',
+      description: 'The plant id, exact over the signed 64-bit range; present only when select names id',
+    }),
+    ...Plant.properties,
+  }),
+  {
+    $id: 'SelectedPlant',
+    description:
+      'A plant as a read answers it. Without select: exactly a Plant (name, and tag when the plant has one). ' +
+      'With select: the fields it names, in its order; tag is still omitted when the plant has none.',
+    examples: [{ id: 1, name: 'Monstera deliciosa', tag: 'aroid' }, { name: 'Sansevieria' }],
+  },
+);
+export type SelectedPlant = Static<typeof SelectedPlant>;
+
+export const SelectedPlants = Type.Array(Type.Ref(SelectedPlant), {
+  examples: [
+    [{ name: 'Monstera deliciosa', tag: 'aroid' }, { name: 'Sansevieria' }],
+    [
+      { id: 1, name: 'Monstera deliciosa' },
+      { id: 2, name: 'Sansevieria' },
+    ],
+  ],
+});
+
 export const NewPlant = Type.Object(
   {
     id: Type.Unsafe<bigint>({
@@ -152,4 +187,4 @@ export const NewPlants = Type.Array(Type.Ref(NewPlant), {
 });
 
 /** The `$id`'d shapes, registered once so they become OpenAPI components. */
-export const sharedSchemas = [Plant, NewPlant, NewPlants, PlantPatch, ErrorSchema];
+export const sharedSchemas = [Plant, SelectedPlant, NewPlant, NewPlants, PlantPatch, ErrorSchema];
