@@ -42,13 +42,7 @@ export const SelectedPlant = Type.Partial(
 export type SelectedPlant = Static<typeof SelectedPlant>;
 
 export const SelectedPlants = Type.Array(Type.Ref(SelectedPlant), {
-  examples: [
-    [{ name: 'Monstera deliciosa', tag: 'aroid' }, { name: 'Sansevieria' }],
-    [
-      { id: 1, name: 'Monstera deliciosa' },
-      { id: 2, name: 'Sansevieria' },
-    ],
-  ],
+  examples: [[{ name: 'Monstera deliciosa', tag: 'aroid' }, { name: 'Sansevieria' }]],
 });
 
 export const NewPlant = Type.Object(

@@ -78,6 +78,42 @@ for (const engine of ENGINES) {
       });
     });
 
+    describe('select: listPlants, plants() and getPlant answer the fields asked for, ids as bigint', () => {
+      it('types and answers ids exactly, small and beyond 2^53, with filters and pages', async () => {
+        const client = await clientFor('select');
+        const ids = [INT64_MIN, 5n, 2n ** 53n + 1n, INT64_MAX];
+        await client.addPlants(ids.map((id, i) => ({ id, name: `Fern ${i}`, ...(i % 2 === 0 && { tag: 'fern' }) })));
+        const page = await client.listPlants({ select: ['id', 'name'], limit: 2, sort: '-id', count: true });
+        const first: { id: bigint; name: string } = page.plants[0]!;
+        assert.deepEqual(page.plants, [
+          { id: INT64_MAX, name: 'Fern 3' },
+          { id: 2n ** 53n + 1n, name: 'Fern 2' },
+        ]);
+        assert.equal(first.id, INT64_MAX);
+        assert.equal(page.total, 4);
+        const tagged: bigint[] = [];
+        for await (const plant of client.plants({ select: ['id'], tag: 'fern', pageSize: 1 })) {
+          // @ts-expect-error name was not selected
+          assert.equal(plant.name, undefined);
+          tagged.push(plant.id);
+        }
+        assert.deepEqual(tagged, [INT64_MIN, 2n ** 53n + 1n]);
+        const read = await client.getPlant(5n, { select: ['tag', 'id'] });
+        assert.deepEqual(read.plant, { id: 5n });
+        assert.equal(typeof read.plant.id, 'bigint');
+        assert.equal(read.etag, (await client.getPlant(5n)).etag);
+        const plain: { name: string; tag?: string } = (await client.getPlant(5n)).plant;
+        assert.deepEqual(plain, { name: 'Fern 1' });
+      });
+
+      it('refuses an unknown field with the server’s 400 naming it', async () => {
+        const client = await clientFor('select-unknown');
+        // @ts-expect-error colour is not a field
+        const refused = client.listPlants({ select: ['colour'] });
+        await assert.rejects(refused, { name: 'PlantStoreError', status: 400, message: /select.*colour/ });
+      });
+    });
+
     describe('plants() follows Link rel="next" and visits every plant once, in id order', () => {
       it('pages through 47 plants 5 at a time', async () => {
         const client = await clientFor('paging');
