@@ -71,10 +71,14 @@ export class PlantStore {
     return streamEvents(this.#http, this.#retry, options);
   }
 
-  /** Creates a plant; sending the same plant again is a safe retry, so failures are retried. */
-  async addPlant(plant: NewPlant, options?: RequestOptions): Promise<Plant> {
+  /**
+   * Creates a plant; sending the same plant again is a safe retry, so failures are retried. Answers
+   * the stored plant and its ETag (a retry's is the stored plant's), ready for `ifMatch`.
+   */
+  async addPlant(plant: NewPlant, options?: RequestOptions): Promise<PlantWithTag> {
     const body = { ...plant, id: toBigInt(plant.id) };
-    return (await this.#http.send({ method: 'POST', path: '/plants', body }, options)).body as Plant;
+    const reply = await this.#http.send({ method: 'POST', path: '/plants', body }, options);
+    return { plant: reply.body as Plant, etag: reply.headers.get('etag')! };
   }
 
   /**

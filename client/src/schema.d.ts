@@ -81,7 +81,7 @@ export interface paths {
     put?: never;
     /**
      * Creates a new plant in the store
-     * @description Needs the plants:write scope. Body: JSON (application/json or application/*+json), at most 16 KiB. No type coercion. Re-sending the same id with the same name and tag is a safe retry (200, nothing duplicated). A 200 means the plant is durably stored.
+     * @description Needs the plants:write scope. Body: JSON (application/json or application/*+json), at most 16 KiB. No type coercion. Re-sending the same id with the same name and tag is a safe retry (200, nothing duplicated). A 200 means the plant is durably stored. Its ETag is the one GET /plants/{id} answers, for a new plant and a retry alike: an update under If-Match needs no read first.
      */
     post: operations['addPlant'];
     delete?: never;
@@ -986,9 +986,11 @@ export interface operations {
       };
     };
     responses: {
-      /** @description The stored plant */
+      /** @description The stored plant, with its ETag */
       200: {
         headers: {
+          /** @description The plant's strong entity tag */
+          ETag?: string;
           [name: string]: unknown;
         };
         content: {

@@ -58,15 +58,16 @@ async function plantRoutesPlugin(fastify: FastifyInstance, { plants }: { plants:
         description:
           'Needs the plants:write scope. Body: JSON (application/json or application/*+json), at most 16 KiB. ' +
           'No type coercion. Re-sending the same id with the same name and tag is a safe retry (200, nothing duplicated). ' +
-          'A 200 means the plant is durably stored.',
+          'A 200 means the plant is durably stored. Its ETag is the one GET /plants/{id} answers, for a new ' +
+          'plant and a retry alike: an update under If-Match needs no read first.',
         body: NewPlant,
         response: {
-          200: Type.Ref(Plant, { description: 'The stored plant' }),
+          200: Type.Ref(Plant, { description: 'The stored plant, with its ETag', headers: ETAG_HEADER }),
           ...errorResponses(400, 401, 403, 409, 413, 415, 429, 500, 503),
         },
       },
     },
-    async (request) => plants.create(request.account, request.body),
+    async (request, reply) => withEtag(reply, await plants.create(request.account, request.body)),
   );
   batchRoute(fastify, plants);
   listRoute(fastify, plants);

@@ -79,8 +79,11 @@ export class PlantService {
     });
   }
 
-  /** Stores the plant, or confirms a retry of it; a different plant under the same id is a 409. */
-  async create(account: string, input: NewPlant): Promise<Plant> {
+  /**
+   * Stores the plant, or confirms a retry of it; a different plant under the same id is a 409.
+   * Answers the stored plant, its revision that of the plant as stored (a retry's, the first create's).
+   */
+  async create(account: string, input: NewPlant): Promise<StoredPlant> {
     const plant: StoredPlant = { id: input.id, ...fieldsOf(input), revision: newRevision() };
     const outcome = await timed(storageOperation.insert, () =>
       this.write({ kind: 'create', account, plant, eventId: newEventId() }),
@@ -91,7 +94,7 @@ export class PlantService {
     }
     if (outcome.status === 'applied') plantsCreated.inc();
     createsAcknowledged.inc();
-    return toPlant(stored);
+    return stored;
   }
 
   /**
