@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { LIMITS } from './limits.js';
+import { wholeValue } from './patterns.js';
 
 export const Plant = Type.Object(
   {
@@ -123,11 +124,15 @@ export type PlantIdParams = Static<typeof PlantIdParams>;
  * is a 412 (If-Match) or a full answer (If-None-Match), not a bad request.
  */
 /**
- * If-Match as RFC 9110 has it (§13.1.1, §8.8.3): `*`, or a comma-separated list of entity tags
- * (empty list elements allowed; a tag's characters `!`, `#` to `~`, or beyond ASCII).
+ * If-Match as RFC 9110 has it (§13.1.1, §8.8.3, §5.6.3): `*`, or a comma-separated list of entity
+ * tags (empty list elements allowed; a tag's characters `!`, `#` to `~`, or beyond ASCII), with
+ * optional whitespace (space and tab, nothing else) around the commas.
  */
 const OPAQUE_TAG = '(?:W/)?"[\\x21\\x23-\\x7e\\x80-\\xff]*"';
-export const IF_MATCH_PATTERN = `^[\\s,]*(?:\\*|${OPAQUE_TAG}(?:[ \\t]*,(?:[ \\t]*${OPAQUE_TAG})?)*)[\\s,]*$`;
+const OWS_OR_COMMA = '[ \\t,]*';
+export const IF_MATCH_PATTERN = wholeValue(
+  `${OWS_OR_COMMA}(?:\\*|${OPAQUE_TAG}(?:[ \\t]*,(?:[ \\t]*${OPAQUE_TAG})?)*)${OWS_OR_COMMA}`,
+);
 
 export const IfMatchHeaders = Type.Object(
   {

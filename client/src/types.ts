@@ -17,9 +17,7 @@ export type PlantField = keyof Schemas['SelectedPlant'] & keyof PlantWithId;
  * A plant as a read answers it: the `Plant` without `select` (`Fields` is `never`), else only the
  * fields named (`tag` still absent when the plant has none), the id a `bigint`.
  */
-export type PlantRead<Fields extends PlantField = never> = [Fields] extends [never]
-  ? Plant
-  : Pick<PlantWithId, Fields>;
+export type PlantRead<Fields extends PlantField = never> = [Fields] extends [never] ? Plant : Pick<PlantWithId, Fields>;
 
 export interface NewPlant {
   id: Int64;

@@ -89,7 +89,10 @@ async function plantRoutesPlugin(fastify: FastifyInstance, { plants }: { plants:
         querystring: SelectQuery,
         headers: IfNoneMatchHeaders,
         response: {
-          200: Type.Ref(SelectedPlant, { description: 'The plant, or the fields select names', headers: REVALIDATE_HEADERS }),
+          200: Type.Ref(SelectedPlant, {
+            description: 'The plant, or the fields select names',
+            headers: REVALIDATE_HEADERS,
+          }),
           304: NoContent('Not modified: If-None-Match holds the current ETag', REVALIDATE_HEADERS),
           ...errorResponses(400, 401, 403, 404, 415, 429, 500, 503),
         },

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { wholeValue } from '../patterns.js';
 import { PLANT_COLUMNS, serializePlant, toPlant } from '../plant-fields.js';
 import type { PlantRecord } from '../storage/types/plants.js';
 import { bad, single } from './checks.js';
@@ -19,7 +20,7 @@ const FIELD = `(?:${PLANT_COLUMNS.join('|')})`;
 
 export const SelectParam = Type.Optional(
   Type.String({
-    pattern: `^${FIELD}(?:,${FIELD})*$`,
+    pattern: wholeValue(`${FIELD}(?:,${FIELD})*`),
     examples: ['id,name,tag'],
     description:
       `The fields to return, comma-separated, each at most once, from ${PLANT_COLUMNS.join(', ')} ` +

@@ -301,7 +301,11 @@ for (const engine of ENGINES_AND_POOLER) {
           body: '{"tag": "prayer plant"}',
         });
         assert.equal(patched.status, 200);
-        const replayed = await postPlant(s.url, token, '{"id": 9007199254740993, "name": "Calathea", "tag": "prayer plant"}');
+        const replayed = await postPlant(
+          s.url,
+          token,
+          '{"id": 9007199254740993, "name": "Calathea", "tag": "prayer plant"}',
+        );
         assert.equal(replayed.headers.get('etag'), patched.headers.get('etag'));
       });
     });
