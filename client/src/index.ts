@@ -50,6 +50,13 @@ export class PlantStore {
   readonly #retry: RetryPolicy;
 
   constructor({ baseUrl, token, fetch: fetchImpl, timeoutMs = 30_000, retries }: PlantStoreOptions) {
+    // Refused here, not by the server's 401 at the first call: the examples read it from the environment.
+    if (typeof token !== 'string' || token === '') {
+      throw new TypeError(
+        'PlantStore needs a token: pass the token option (the examples read it from PLANT_STORE_TOKEN: ' +
+          'PLANT_STORE_TOKEN=pst_... node plants.mjs)',
+      );
+    }
     this.#retry = retryPolicy(retries);
     this.#http = new Transport({
       baseUrl,

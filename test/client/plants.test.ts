@@ -137,6 +137,17 @@ for (const engine of ENGINES) {
       });
     });
 
+    describe('a missing token is refused at construction, naming the option and PLANT_STORE_TOKEN', () => {
+      it('throws a TypeError for an absent or empty token', () => {
+        for (const token of [undefined, '']) {
+          assert.throws(() => new PlantStore({ baseUrl: s.url, token: token as string }), {
+            name: 'TypeError',
+            message: /token option.*PLANT_STORE_TOKEN/,
+          });
+        }
+      });
+    });
+
     describe('every failure is one PlantStoreError with the status, the Error body and Retry-After', () => {
       const failsWith = async (promise: Promise<unknown>, status: number) => {
         const error = await promise.then(
