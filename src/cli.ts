@@ -60,11 +60,19 @@ function program(): Command {
   root.addCommand(copyCommand());
   root.addCommand(backupCommand());
   forEachCommand(root, (command) =>
-    command
-      .exitOverride()
-      .configureOutput({ outputError: (text, write) => write(text.trimEnd().split('\n')[0] + '\n') }),
+    command.exitOverride().configureOutput({ outputError: (text, write) => write(oneLine(text)) }),
   );
   return root;
+}
+
+/**
+ * Commander's error on one line: its first, with the suggestion it writes on a line of its own
+ * (`(Did you mean --port?)`, from `showSuggestionAfterError`) kept after it.
+ */
+function oneLine(text: string): string {
+  const [first, ...rest] = text.trimEnd().split('\n');
+  const suggestion = rest.map((line) => /^\(Did you mean (.+)\?\)$/.exec(line.trim())?.[1]).find(Boolean);
+  return `${first}${suggestion === undefined ? '' : ` (did you mean ${suggestion}?)`}\n`;
 }
 
 /**

@@ -71,7 +71,7 @@ export function toPlant(fields: PlantFields): Plant {
 export const serializePlant: (plant: Plant) => string = fastJson(Plant);
 
 /** A plant's fields' characters, for what holding it in memory costs (the page cache's bound). */
-export function plantCharacters(plant: Plant): number {
+export function plantCharacters(plant: PlantFields): number {
   let characters = 0;
   for (const field of PLANT_FIELD_NAMES) characters += plant[field]?.length ?? 0;
   return characters;

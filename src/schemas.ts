@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { LIMITS } from './limits.js';
+import { wholeValue } from './patterns.js';
 
 export const Plant = Type.Object(
   {
@@ -13,6 +14,35 @@ export const Plant = Type.Object(
 export type Plant = Static<typeof Plant>;
 
 export const Plants = Type.Array(Type.Ref(Plant), {
+  examples: [[{ name: 'Monstera deliciosa', tag: 'aroid' }, { name: 'Sansevieria' }]],
+});
+
+/**
+ * A plant as the reads (`GET /plants`, `GET /plants/{id}`) answer it: without `select` exactly a
+ * `Plant`; with it, only the fields it names. Every property is optional, since `select` decides
+ * which appear: a generated client types `id` as an optional int64 and the client library narrows
+ * it to what was selected.
+ */
+export const SelectedPlant = Type.Partial(
+  Type.Object({
+    id: Type.Unsafe<bigint>({
+      type: 'integer',
+      format: 'int64',
+      description: 'The plant id, exact over the signed 64-bit range; present only when select names id',
+    }),
+    ...Plant.properties,
+  }),
+  {
+    $id: 'SelectedPlant',
+    description:
+      'A plant as a read answers it. Without select: exactly a Plant (name, and tag when the plant has one). ' +
+      'With select: the fields it names, in its order; tag is still omitted when the plant has none.',
+    examples: [{ id: 1, name: 'Monstera deliciosa', tag: 'aroid' }, { name: 'Sansevieria' }],
+  },
+);
+export type SelectedPlant = Static<typeof SelectedPlant>;
+
+export const SelectedPlants = Type.Array(Type.Ref(SelectedPlant), {
   examples: [[{ name: 'Monstera deliciosa', tag: 'aroid' }, { name: 'Sansevieria' }]],
 });
 
@@ -94,11 +124,15 @@ export type PlantIdParams = Static<typeof PlantIdParams>;
  * is a 412 (If-Match) or a full answer (If-None-Match), not a bad request.
  */
 /**
- * If-Match as RFC 9110 has it (§13.1.1, §8.8.3): `*`, or a comma-separated list of entity tags
- * (empty list elements allowed; a tag's characters `!`, `#` to `~`, or beyond ASCII).
+ * If-Match as RFC 9110 has it (§13.1.1, §8.8.3, §5.6.3): `*`, or a comma-separated list of entity
+ * tags (empty list elements allowed; a tag's characters `!`, `#` to `~`, or beyond ASCII), with
+ * optional whitespace (space and tab, nothing else) around the commas.
  */
 const OPAQUE_TAG = '(?:W/)?"[\\x21\\x23-\\x7e\\x80-\\xff]*"';
-export const IF_MATCH_PATTERN = `^[\\s,]*(?:\\*|${OPAQUE_TAG}(?:[ \\t]*,(?:[ \\t]*${OPAQUE_TAG})?)*)[\\s,]*$`;
+const OWS_OR_COMMA = '[ \\t,]*';
+export const IF_MATCH_PATTERN = wholeValue(
+  `${OWS_OR_COMMA}(?:\\*|${OPAQUE_TAG}(?:[ \\t]*,(?:[ \\t]*${OPAQUE_TAG})?)*)${OWS_OR_COMMA}`,
+);
 
 export const IfMatchHeaders = Type.Object(
   {
@@ -152,4 +186,4 @@ export const NewPlants = Type.Array(Type.Ref(NewPlant), {
 });
 
 /** The `$id`'d shapes, registered once so they become OpenAPI components. */
-export const sharedSchemas = [Plant, NewPlant, NewPlants, PlantPatch, ErrorSchema];
+export const sharedSchemas = [Plant, SelectedPlant, NewPlant, NewPlants, PlantPatch, ErrorSchema];

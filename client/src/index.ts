@@ -6,10 +6,13 @@ import type {
   NewPlant,
   NewWebhook,
   Plant,
+  PlantField,
   PlantPage,
   PlantPatch,
   PlantQuery,
+  PlantRead,
   PlantWithTag,
+  Select,
   Recovery,
   RotatedSecret,
   Webhook,
@@ -47,6 +50,13 @@ export class PlantStore {
   readonly #retry: RetryPolicy;
 
   constructor({ baseUrl, token, fetch: fetchImpl, timeoutMs = 30_000, retries }: PlantStoreOptions) {
+    // Refused here, not by the server's 401 at the first call: the examples read it from the environment.
+    if (typeof token !== 'string' || token === '') {
+      throw new TypeError(
+        'PlantStore needs a token: pass the token option (the examples read it from PLANT_STORE_TOKEN: ' +
+          'PLANT_STORE_TOKEN=pst_... node plants.mjs)',
+      );
+    }
     this.#retry = retryPolicy(retries);
     this.#http = new Transport({
       baseUrl,
@@ -68,10 +78,14 @@ export class PlantStore {
     return streamEvents(this.#http, this.#retry, options);
   }
 
-  /** Creates a plant; sending the same plant again is a safe retry, so failures are retried. */
-  async addPlant(plant: NewPlant, options?: RequestOptions): Promise<Plant> {
+  /**
+   * Creates a plant; sending the same plant again is a safe retry, so failures are retried. Answers
+   * the stored plant and its ETag (a retry's is the stored plant's), ready for `ifMatch`.
+   */
+  async addPlant(plant: NewPlant, options?: RequestOptions): Promise<PlantWithTag> {
     const body = { ...plant, id: toBigInt(plant.id) };
-    return (await this.#http.send({ method: 'POST', path: '/plants', body }, options)).body as Plant;
+    const reply = await this.#http.send({ method: 'POST', path: '/plants', body }, options);
+    return { plant: reply.body as Plant, etag: reply.headers.get('etag')! };
   }
 
   /**
@@ -87,25 +101,28 @@ export class PlantStore {
    * One page of plants (filtered by `tag` and `q`, in `sort` order; ascending id by default), and
    * where the next one is; with `count: true`, also the `total` over all pages. Without `limit`,
    * every matching plant in one answer: `plants()` pages instead. A `cursor` goes with the same
-   * filters and order it came with.
+   * filters and order it came with. With `select` (`['id', 'name']`), each plant holds only those
+   * fields, typed so, the id a `bigint`.
    */
-  async listPlants(
+  async listPlants<const Fields extends PlantField = never>(
     {
       limit,
       cursor,
       tag,
       count,
+      select,
       ...filters
-    }: PlantQuery & { limit?: number; cursor?: string | null; count?: boolean } = {},
+    }: PlantQuery & Select<Fields> & { limit?: number; cursor?: string | null; count?: boolean } = {},
     options?: RequestOptions,
-  ) {
+  ): Promise<PlantPage<PlantRead<Fields>>> {
     const tags = typeof tag === 'string' ? [tag] : tag;
     // Every other filter (and `sort`) goes as it is, under its own name.
-    const query = { limit, cursor: cursor ?? undefined, tag: tags, ...filters };
+    const query = { limit, cursor: cursor ?? undefined, tag: tags, select: select?.join(','), ...filters };
     const headers = { prefer: count ? 'count=exact' : undefined };
     const reply = await this.#http.send({ method: 'GET', path: '/plants', query, headers }, options);
     const next = nextLink(reply.headers, reply.url);
-    const page: PlantPage = { plants: reply.body as Plant[], next, cursor: null };
+    const plants = (reply.body as Record<string, unknown>[]).map((plant) => read<Fields>(plant));
+    const page: PlantPage<PlantRead<Fields>> = { plants, next, cursor: null };
     if (next !== null) page.cursor = new URL(next).searchParams.get('cursor');
     const total = reply.headers.get('x-total-count');
     if (count && total !== null) page.total = Number(total);
@@ -116,22 +133,30 @@ export class PlantStore {
    * Every matching plant of the account, page by page, following `Link: rel="next"`. Only the
    * link's cursor is used, with this client's `baseUrl`: the token never goes to a host named by a header.
    */
-  async *plants(
-    { pageSize = 100, ...query }: PlantQuery & { pageSize?: number } = {},
+  async *plants<const Fields extends PlantField = never>(
+    { pageSize = 100, ...query }: PlantQuery & Select<Fields> & { pageSize?: number } = {},
     options?: RequestOptions,
-  ): AsyncGenerator<Plant> {
+  ): AsyncGenerator<PlantRead<Fields>> {
     let cursor: string | null = null;
     do {
-      const page: PlantPage = await this.listPlants({ ...query, limit: pageSize, cursor }, options);
+      const page: PlantPage<PlantRead<Fields>> = await this.listPlants<Fields>(
+        { ...query, limit: pageSize, cursor },
+        options,
+      );
       yield* page.plants;
       if (page.next !== null && page.cursor === null) throw new Error(`a next link without a cursor: ${page.next}`);
       cursor = page.cursor;
     } while (cursor !== null);
   }
 
-  async getPlant(id: Int64, options?: RequestOptions): Promise<PlantWithTag> {
-    const reply = await this.#http.send({ method: 'GET', path: plantPath(id) }, options);
-    return { plant: reply.body as Plant, etag: reply.headers.get('etag')! };
+  /** One plant and its ETag; with `select`, only those fields of it, typed so, the id a `bigint`. */
+  async getPlant<const Fields extends PlantField = never>(
+    id: Int64,
+    { select, ...options }: RequestOptions & Select<Fields> = {},
+  ): Promise<PlantWithTag<PlantRead<Fields>>> {
+    const query = { select: select?.join(',') };
+    const reply = await this.#http.send({ method: 'GET', path: plantPath(id), query }, options);
+    return { plant: read<Fields>(reply.body as Record<string, unknown>), etag: reply.headers.get('etag')! };
   }
 
   /** A JSON merge patch. With `ifMatch`, only that version is changed (else 412), and failures are retried. */
@@ -210,6 +235,12 @@ export class PlantStore {
     return (await this.#http.send({ method: 'POST', path: `${webhookPath(id)}/recover`, body }, options))
       .body as Recovery;
   }
+}
+
+/** A plant as read: its id, when selected, a `bigint` whatever its size (JSON gives a `number` up to 2^53). */
+function read<Fields extends PlantField>(plant: Record<string, unknown>): PlantRead<Fields> {
+  if (plant.id !== undefined) plant.id = BigInt(plant.id as bigint | number);
+  return plant as PlantRead<Fields>;
 }
 
 function plantPath(id: Int64): string {

@@ -75,13 +75,13 @@ export interface paths {
     };
     /**
      * Returns all plants from the system that the user has access to
-     * @description Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed; if the store fails half-way the response is broken off (no closing ]), never ended short. With limit, when more plants remain, a Link header with rel="next" gives the next page, relative to the request URL; the cursor in it carries the filters and order. Prefer: count=exact adds X-Total-Count.
+     * @description Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed; if the store fails half-way the response is broken off (no closing ]), never ended short. With limit, when more plants remain, a Link header with rel="next" gives the next page, relative to the request URL; the cursor in it carries the filters and order. Prefer: count=exact adds X-Total-Count. select=id,name,tag returns those fields of each plant (the id as an exact int64), with every filter, order and page.
      */
     get: operations['listPlants'];
     put?: never;
     /**
      * Creates a new plant in the store
-     * @description Needs the plants:write scope. Body: JSON (application/json or application/*+json), at most 16 KiB. No type coercion. Re-sending the same id with the same name and tag is a safe retry (200, nothing duplicated). A 200 means the plant is durably stored.
+     * @description Needs the plants:write scope. Body: JSON (application/json or application/*+json), at most 16 KiB. No type coercion. Re-sending the same id with the same name and tag is a safe retry (200, nothing duplicated). A 200 means the plant is durably stored. Its ETag is the one GET /plants/{id} answers, for a new plant and a retry alike: an update under If-Match needs no read first.
      */
     post: operations['addPlant'];
     delete?: never;
@@ -119,7 +119,7 @@ export interface paths {
     };
     /**
      * Returns one plant by its id
-     * @description Needs the plants:read scope. Only the caller's account's plants: an id the account lacks is a 404, whether or not another account has it. The strong ETag changes whenever the plant does; If-None-Match with the current tag answers 304 with no body.
+     * @description Needs the plants:read scope. Only the caller's account's plants: an id the account lacks is a 404, whether or not another account has it. The strong ETag changes whenever the plant does; If-None-Match with the current tag answers 304 with no body. select=id,name,tag returns those fields (the id as an exact int64); the ETag is the same whatever select asks.
      */
     get: operations['getPlant'];
     put?: never;
@@ -283,6 +283,25 @@ export interface components {
     Plant: {
       /** @description The name of the plant */
       name: string;
+      /** @description Tag that specifies the type of the plant; omitted when the plant has none */
+      tag?: string;
+    };
+    /**
+     * @description A plant as a read answers it. Without select: exactly a Plant (name, and tag when the plant has one). With select: the fields it names, in its order; tag is still omitted when the plant has none.
+     * @example {
+     *       "id": 1,
+     *       "name": "Monstera deliciosa",
+     *       "tag": "aroid"
+     *     }
+     */
+    SelectedPlant: {
+      /**
+       * Format: int64
+       * @description The plant id, exact over the signed 64-bit range; present only when select names id
+       */
+      id?: number;
+      /** @description The name of the plant */
+      name?: string;
       /** @description Tag that specifies the type of the plant; omitted when the plant has none */
       tag?: string;
     };
@@ -893,6 +912,11 @@ export interface operations {
         q?: string;
         /** @description id (ascending id, the default), -id (descending id), name (ascending by the code points of the name, ties by ascending id), -name (the exact reverse of name). */
         sort?: 'id' | '-id' | 'name' | '-name';
+        /**
+         * @description The fields to return, comma-separated, each at most once, from id, name, tag (as PostgREST has it). Without it each plant is exactly a Plant (no id). With it, each plant holds only the fields named, in that order; the id is an exact int64 JSON number. An unknown or repeated field is a 400 naming it.
+         * @example id,name,tag
+         */
+        select?: string;
       };
       header?: {
         /**
@@ -906,7 +930,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The plants that match, in the order asked */
+      /** @description The plants that match, in the order asked; each a Plant, or the fields select names */
       200: {
         headers: {
           /** @description </plants?...&cursor=...>; rel="next" when more plants remain: the next page, relative to the request's URL (RFC 8288); its cursor carries the filters and order */
@@ -929,7 +953,7 @@ export interface operations {
            *       }
            *     ]
            */
-          'application/json': components['schemas']['Plant'][];
+          'application/json': components['schemas']['SelectedPlant'][];
         };
       };
       400: components['responses']['Error400'];
@@ -962,9 +986,11 @@ export interface operations {
       };
     };
     responses: {
-      /** @description The stored plant */
+      /** @description The stored plant, with its ETag */
       200: {
         headers: {
+          /** @description The plant's strong entity tag */
+          ETag?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1049,7 +1075,13 @@ export interface operations {
   };
   getPlant: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @description The fields to return, comma-separated, each at most once, from id, name, tag (as PostgREST has it). Without it each plant is exactly a Plant (no id). With it, each plant holds only the fields named, in that order; the id is an exact int64 JSON number. An unknown or repeated field is a 400 naming it.
+         * @example id,name,tag
+         */
+        select?: string;
+      };
       header?: {
         /**
          * @description Answer 304 with no body when the current ETag is one of these (or *)
@@ -1065,7 +1097,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The plant */
+      /** @description The plant, or the fields select names */
       200: {
         headers: {
           /** @description The plant's strong entity tag */
@@ -1077,11 +1109,12 @@ export interface operations {
         content: {
           /**
            * @example {
+           *       "id": 1,
            *       "name": "Monstera deliciosa",
            *       "tag": "aroid"
            *     }
            */
-          'application/json': components['schemas']['Plant'];
+          'application/json': components['schemas']['SelectedPlant'];
         };
       };
       /** @description Not modified: If-None-Match holds the current ETag */

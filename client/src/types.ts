@@ -7,6 +7,18 @@ type Schemas = components['schemas'];
 
 export type Plant = Schemas['Plant'];
 
+/** A plant with its id, exact: what `select` may ask for, and what an event carries. */
+export type PlantWithId = Plant & { id: bigint };
+
+/** The fields `select` may name: the id and the plant's fields, as the served document lists them. */
+export type PlantField = keyof Schemas['SelectedPlant'] & keyof PlantWithId;
+
+/**
+ * A plant as a read answers it: the `Plant` without `select` (`Fields` is `never`), else only the
+ * fields named (`tag` still absent when the plant has none), the id a `bigint`.
+ */
+export type PlantRead<Fields extends PlantField = never> = [Fields] extends [never] ? Plant : Pick<PlantWithId, Fields>;
+
 export interface NewPlant {
   id: Int64;
   name: Schemas['NewPlant']['name'];
@@ -21,8 +33,8 @@ export interface PlantPatch {
   id?: Int64;
 }
 
-export interface PlantPage {
-  plants: Plant[];
+export interface PlantPage<P = Plant> {
+  plants: P[];
   /** The `Link: rel="next"` URL (absolute: resolved against the request's), or null on the last page. */
   next: string | null;
   /** The opaque cursor of `next`, to pass to `listPlants` again (with the same filters and order). */
@@ -38,21 +50,27 @@ export type PlantSort = NonNullable<ListParameters['sort']>;
 
 /**
  * Which plants a listing holds, in which order: the query parameters of `listPlants` as the served
- * document declares them (every filter it has, ANDed), but the paging ones; `tag` may be one string.
+ * document declares them (every filter it has, ANDed), but the paging ones and `select` (see `Select`);
+ * `tag` may be one string.
  */
-export type PlantQuery = Omit<ListParameters, 'limit' | 'cursor' | 'tag'> & {
+export type PlantQuery = Omit<ListParameters, 'limit' | 'cursor' | 'tag' | 'select'> & {
   /** Plants whose tag equals this exactly, or any of these (up to 16). */
   tag?: string | readonly string[];
 };
 
-export interface PlantWithTag {
-  plant: Plant;
+/** The reads' `select`: the fields to return, each at most once; without it each plant is a `Plant`. */
+export interface Select<Fields extends PlantField> {
+  select?: readonly Fields[];
+}
+
+export interface PlantWithTag<P = Plant> {
+  plant: P;
   /** The strong ETag: pass it as `ifMatch` to update or delete only this version. */
   etag: string;
 }
 
 /** A plant as an event carries it (the webhook body, the change feed's data): the `Plant` with its id, exact. */
-export type EventPlant = Plant & { id: bigint };
+export type EventPlant = PlantWithId;
 
 export type WebhookEventType = Schemas['WebhookEndpoint']['events'][number];
 

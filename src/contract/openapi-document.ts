@@ -8,7 +8,7 @@ import { X_WEBHOOKS } from '../webhooks/events-document.js';
 import { webhookSchemas } from '../webhooks/schemas.js';
 
 const API_DESCRIPTION = `Plant Store keeps each account's plants. Every call needs \`Authorization: Bearer <token>\`:
-an API token from \`plant-store token create\` or, when configured, a JWT from your identity provider.
+an API token from \`npm run cli -- token create --account NAME\` (\`npx plant-store token create\` once installed) or, when configured, a JWT from your identity provider.
 A token reaches only its account's plants. Every non-2xx response is an \`Error\` object
 \`{"error": <HTTP status>, "message": "..."}\` with \`Content-Type: application/json\`: an unknown path is a 404,
 a known path with another method a 405 with an \`Allow\` header, and a request the HTTP parser rejects a 400.

@@ -1,10 +1,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { HttpError } from '../errors.js';
+import { wholeValue } from '../patterns.js';
 
 /** 8 bytes of the event number, then 8 of a keyed digest binding it to the account. */
 const CURSOR_BYTES = 16;
 /** A cursor's text, as the document declares it: base64url of CURSOR_BYTES, no padding. */
-export const CURSOR_PATTERN = '^[A-Za-z0-9_-]{22}$';
+export const CURSOR_PATTERN = wholeValue('[A-Za-z0-9_-]{22}');
 const CURSOR_TEXT = new RegExp(CURSOR_PATTERN);
 
 /** Where a client's cursor came from: the message of a 400 names it. */

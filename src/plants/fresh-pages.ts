@@ -3,6 +3,7 @@ import type { Storage } from '../storage/types.js';
 import type { Page } from './page.js';
 import { PageCache } from './page-cache.js';
 import { AccountVersionsPerTurn, VersionPerTurn } from './per-turn.js';
+import { selectionKey, type Selection } from './select.js';
 
 /** The version a page is stamped with, and what part of it goes in the page's key. */
 type Stamp = { version: number; keyPrefix: string };
@@ -52,11 +53,20 @@ export class FreshPages {
     this.stampOf = stampOf;
   }
 
-  /** The page from memory when nothing may have changed it; else `load`ed, and kept when nothing changed meanwhile. */
-  async page(account: string, listing: PlantListing, limit: number, load: () => Promise<Page>): Promise<Page> {
+  /**
+   * The page from memory when nothing may have changed it; else `load`ed, and kept when nothing changed
+   * meanwhile. Kept per selection too: the page's JSON text is kept with it (json-bodies.ts).
+   */
+  async page(
+    account: string,
+    listing: PlantListing,
+    selection: Selection,
+    limit: number,
+    load: () => Promise<Page>,
+  ): Promise<Page> {
     const stamp = await this.stampOf(account);
     if (stamp === null) return load();
-    const key = stamp.keyPrefix + listingKey(listing);
+    const key = stamp.keyPrefix + listingKey(listing, selection);
     const cached = this.cache.get(stamp.version, account, key, limit);
     if (cached !== undefined) return cached;
     const since = this.cache.commitsSoFar();
@@ -73,9 +83,9 @@ export class FreshPages {
 
 /**
  * One string per distinct listing: every filter in its canonical form (equal filters share pages),
- * the order and the position. JSON keeps its parts apart whatever text a tag or search holds.
+ * the order, the position and the selection. JSON keeps its parts apart whatever text a tag or search holds.
  */
-function listingKey({ filter, order, after }: PlantListing): string {
+function listingKey({ filter, order, after }: PlantListing, selection: Selection): string {
   const position = after === null ? null : [String(after.id), after.name];
-  return JSON.stringify([order, ...canonicalFilter(filter), position]);
+  return JSON.stringify([order, ...canonicalFilter(filter), position, selectionKey(selection)]);
 }

@@ -8,6 +8,7 @@ import {
   type PlantOrder,
 } from '../storage/plant-query.js';
 import { bad, checkText } from './checks.js';
+import { SelectParam } from './select.js';
 
 /** The inputs of `GET /plants`: its query parameters and the header that asks for the count. */
 
@@ -96,6 +97,7 @@ export const ListQuery = Type.Object(
           'ties by ascending id), -name (the exact reverse of name).',
       }),
     ),
+    select: SelectParam,
   },
   { $id: 'ListQuery' },
 );

@@ -4,10 +4,11 @@ import { JSON_CONTENT_TYPE } from '../errors.js';
 import { errorResponses, TAGS } from '../http/openapi.js';
 import { prefersExactCount } from '../http/prefer.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
-import { Plants } from '../schemas.js';
+import { SelectedPlants } from '../schemas.js';
 import { jsonArray, pageBody } from './json-bodies.js';
 import { listHeaders } from './list-headers.js';
 import { filterOf, ListHeaders, ListQuery } from './list-query.js';
+import { selectionOf } from './select.js';
 import type { ListRequest, PlantService } from './service.js';
 
 /**
@@ -28,6 +29,7 @@ function listRequest(query: ListQuery): ListRequest {
     filter: filterOf(query),
     order: query.sort ?? 'id',
     cursor: query.cursor,
+    selection: selectionOf(query.select),
   };
 }
 
@@ -46,14 +48,15 @@ export function listRoute(app: FastifyInstance, plants: PlantService) {
           'otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed; if the store fails ' +
           'half-way the response is broken off (no closing ]), never ended short. With ' +
           'limit, when more plants remain, a Link header with rel="next" gives the next page, relative to the request URL; the cursor ' +
-          'in it carries the filters and order. Prefer: count=exact adds X-Total-Count.',
+          'in it carries the filters and order. Prefer: count=exact adds X-Total-Count. select=id,name,tag returns ' +
+          'those fields of each plant (the id as an exact int64), with every filter, order and page.',
         querystring: ListQuery,
         headers: ListHeaders,
         response: {
           200: {
-            description: 'The plants that match, in the order asked',
+            description: 'The plants that match, in the order asked; each a Plant, or the fields select names',
             headers: listHeaders,
-            ...Plants,
+            ...SelectedPlants,
           },
           ...errorResponses(400, 401, 403, 415, 429, 500, 503),
         },
@@ -72,12 +75,12 @@ export function listRoute(app: FastifyInstance, plants: PlantService) {
       if (limit === undefined) {
         const chunks = plants.all(account, listing);
         await count();
-        return reply.type(JSON_CONTENT_TYPE).send(Readable.from(jsonArray(chunks)));
+        return reply.type(JSON_CONTENT_TYPE).send(Readable.from(jsonArray(chunks, listing.selection)));
       }
       const page = await plants.page(account, limit, listing);
       await count();
       if (page.next !== null) reply.header('link', nextLink(request, page.next));
-      return reply.type(JSON_CONTENT_TYPE).send(pageBody(page));
+      return reply.type(JSON_CONTENT_TYPE).send(pageBody(page, listing.selection));
     },
   );
 }

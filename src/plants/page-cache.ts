@@ -1,11 +1,14 @@
 import { pageCacheLookups } from '../ops/metrics.js';
 import { plantCharacters } from '../plant-fields.js';
-import type { Plant } from '../schemas.js';
+import type { PlantRecord } from '../storage/types/plants.js';
 import type { Page } from './page.js';
 
-/** Per page and per plant: the objects, the array slot, the map entry and key, the JSON punctuation. */
+/**
+ * Per page and per plant: the objects, the array slot, the map entry and key, the JSON punctuation;
+ * per plant also its id (a bigint, and up to 20 digits in the JSON text when `select` names it).
+ */
 const PAGE_OVERHEAD_BYTES = 256;
-const PLANT_OVERHEAD_BYTES = 128;
+const PLANT_OVERHEAD_BYTES = 192;
 /**
  * A UTF-16 code unit of a plant's field takes at most 2 bytes in its string and 12 in the page's JSON
  * text (a six-character escape such as `\u0001`, in a string that V8 stores two bytes per character).
@@ -140,7 +143,7 @@ export function pageCost(page: Page): number {
   return bytes;
 }
 
-function plantCost(plant: Plant): number {
+function plantCost(plant: PlantRecord): number {
   return PLANT_OVERHEAD_BYTES + BYTES_PER_CHARACTER * plantCharacters(plant);
 }
 

@@ -1,8 +1,9 @@
-import type { Plant } from '../schemas.js';
+import type { PlantRecord } from '../storage/types/plants.js';
 
 /** One page of GET /plants, as the service hands it to the route and the page cache keeps it. */
 export interface Page {
-  plants: Plant[];
+  /** With their ids: the route writes each as `select` asks (select.ts). */
+  plants: PlantRecord[];
   /** Cursor of the next page, or null when nothing remains. */
   next: string | null;
   /**

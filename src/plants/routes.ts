@@ -6,11 +6,21 @@ import { toPlant } from '../plant-fields.js';
 import { requireJsonBody, requireMergePatchBody } from '../http/json-body.js';
 import { errorResponses, NoContent, TAGS } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
-import { IfMatchHeaders, IfNoneMatchHeaders, NewPlant, Plant, PlantIdParams, PlantPatch } from '../schemas.js';
+import { JSON_CONTENT_TYPE } from '../errors.js';
+import {
+  IfMatchHeaders,
+  IfNoneMatchHeaders,
+  NewPlant,
+  Plant,
+  PlantIdParams,
+  PlantPatch,
+  SelectedPlant,
+} from '../schemas.js';
 import type { StoredPlant } from '../storage/types/plants.js';
 import { etagOf, ifMatch, notModified } from './etag.js';
 import { batchRoute } from './batch-route.js';
 import { listRoute } from './list-route.js';
+import { plantJson, selectionOf, SelectQuery } from './select.js';
 import type { PlantService } from './service.js';
 
 const ETAG_HEADER = { ETag: { type: 'string', description: "The plant's strong entity tag" } };
@@ -30,8 +40,9 @@ function withEtag(reply: FastifyReply, plant: StoredPlant): Plant {
 
 /**
  * The plants API. Typed from its schemas (the TypeBox type provider): a handler's input is what its
- * schemas declare, and it can answer only a declared status with the declared shape; GET /plants
- * alone writes its JSON text by hand (json-bodies.ts), so it is declared on the untyped instance.
+ * schemas declare, and it can answer only a declared status with the declared shape; the reads
+ * (GET /plants and GET /plants/{id}) write their JSON text by hand, as `select` asks (select.ts), so
+ * they are declared on the untyped instance.
  */
 async function plantRoutesPlugin(fastify: FastifyInstance, { plants }: { plants: PlantService }) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -47,20 +58,21 @@ async function plantRoutesPlugin(fastify: FastifyInstance, { plants }: { plants:
         description:
           'Needs the plants:write scope. Body: JSON (application/json or application/*+json), at most 16 KiB. ' +
           'No type coercion. Re-sending the same id with the same name and tag is a safe retry (200, nothing duplicated). ' +
-          'A 200 means the plant is durably stored.',
+          'A 200 means the plant is durably stored. Its ETag is the one GET /plants/{id} answers, for a new ' +
+          'plant and a retry alike: an update under If-Match needs no read first.',
         body: NewPlant,
         response: {
-          200: Type.Ref(Plant, { description: 'The stored plant' }),
+          200: Type.Ref(Plant, { description: 'The stored plant, with its ETag', headers: ETAG_HEADER }),
           ...errorResponses(400, 401, 403, 409, 413, 415, 429, 500, 503),
         },
       },
     },
-    async (request) => plants.create(request.account, request.body),
+    async (request, reply) => withEtag(reply, await plants.create(request.account, request.body)),
   );
   batchRoute(fastify, plants);
   listRoute(fastify, plants);
 
-  app.get(
+  fastify.get<{ Params: PlantIdParams; Querystring: SelectQuery; Headers: { 'if-none-match'?: string } }>(
     '/plants/:id',
     {
       config: { ...ACCOUNT_RATE_LIMITED, scope: 'plants:read' },
@@ -71,11 +83,16 @@ async function plantRoutesPlugin(fastify: FastifyInstance, { plants }: { plants:
         description:
           "Needs the plants:read scope. Only the caller's account's plants: an id the account lacks is a 404, " +
           'whether or not another account has it. The strong ETag changes whenever the plant does; ' +
-          'If-None-Match with the current tag answers 304 with no body.',
+          'If-None-Match with the current tag answers 304 with no body. select=id,name,tag returns those fields ' +
+          '(the id as an exact int64); the ETag is the same whatever select asks.',
         params: PlantIdParams,
+        querystring: SelectQuery,
         headers: IfNoneMatchHeaders,
         response: {
-          200: Type.Ref(Plant, { description: 'The plant', headers: REVALIDATE_HEADERS }),
+          200: Type.Ref(SelectedPlant, {
+            description: 'The plant, or the fields select names',
+            headers: REVALIDATE_HEADERS,
+          }),
           304: NoContent('Not modified: If-None-Match holds the current ETag', REVALIDATE_HEADERS),
           ...errorResponses(400, 401, 403, 404, 415, 429, 500, 503),
         },
@@ -87,7 +104,8 @@ async function plantRoutesPlugin(fastify: FastifyInstance, { plants }: { plants:
       if (notModified(request.headers['if-none-match'], etag)) {
         return reply.code(304).header('etag', etag).header('cache-control', REVALIDATE).send();
       }
-      return reply.header('cache-control', REVALIDATE).send(withEtag(reply, plant));
+      const body = plantJson(plant, selectionOf(request.query.select));
+      return reply.header('cache-control', REVALIDATE).header('etag', etag).type(JSON_CONTENT_TYPE).send(body);
     },
   );
 

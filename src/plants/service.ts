@@ -14,21 +14,20 @@ import { newRevision } from './etag.js';
 import { FreshPages } from './fresh-pages.js';
 import type { Page } from './page.js';
 import { turnEnd } from './per-turn.js';
+import type { Selection } from './select.js';
 
-/** What a client asks of a listing: its filters and order, and where its previous page ended. */
+/** What a client asks of a listing: its filters and order, where its previous page ended, and its fields. */
 export interface ListRequest {
   filter: PlantFilter;
   order: PlantOrder;
   cursor?: string | undefined;
+  /** How each plant is written; it changes no page's rows, only the text kept for the page. */
+  selection: Selection;
 }
 
 function listingOf(request: ListRequest): PlantListing {
   const shape = { filter: request.filter, order: request.order };
   return { ...shape, after: request.cursor === undefined ? null : decodeCursor(shape, request.cursor) };
-}
-
-async function* toPlantChunks(chunks: AsyncIterable<PlantRecord[]>): AsyncIterable<Plant[]> {
-  for await (const chunk of chunks) yield chunk.map(toPlant);
 }
 
 /** Runs one storage call, timed (ops/timed.ts). */
@@ -80,8 +79,11 @@ export class PlantService {
     });
   }
 
-  /** Stores the plant, or confirms a retry of it; a different plant under the same id is a 409. */
-  async create(account: string, input: NewPlant): Promise<Plant> {
+  /**
+   * Stores the plant, or confirms a retry of it; a different plant under the same id is a 409.
+   * Answers the stored plant, its revision that of the plant as stored (a retry's, the first create's).
+   */
+  async create(account: string, input: NewPlant): Promise<StoredPlant> {
     const plant: StoredPlant = { id: input.id, ...fieldsOf(input), revision: newRevision() };
     const outcome = await timed(storageOperation.insert, () =>
       this.write({ kind: 'create', account, plant, eventId: newEventId() }),
@@ -92,7 +94,7 @@ export class PlantService {
     }
     if (outcome.status === 'applied') plantsCreated.inc();
     createsAcknowledged.inc();
-    return toPlant(stored);
+    return stored;
   }
 
   /**
@@ -146,7 +148,7 @@ export class PlantService {
     if (limit === 0) return { plants: [], next: null, shared: false };
     const load = () => this.readPage(account, listing, limit);
     if (this.pages === null) return load();
-    return this.pages.page(account, listing, limit, load);
+    return this.pages.page(account, listing, request.selection, limit, load);
   }
 
   private async readPage(account: string, listing: PlantListing, limit: number): Promise<Page> {
@@ -154,7 +156,7 @@ export class PlantService {
     const more = rows.length > limit;
     const last = rows[limit - 1]!;
     return {
-      plants: (more ? rows.slice(0, limit) : rows).map(toPlant),
+      plants: more ? rows.slice(0, limit) : rows,
       next: more ? encodeCursor(listing, { id: last.id, name: last.name }) : null,
       shared: false,
     };
@@ -166,7 +168,7 @@ export class PlantService {
   }
 
   /** Every plant of the listing from the cursor on; a bad cursor throws here, before any byte is sent. */
-  all(account: string, request: ListRequest): AsyncIterable<Plant[]> {
-    return toPlantChunks(this.storage.streamPlants(account, listingOf(request)));
+  all(account: string, request: ListRequest): AsyncIterable<PlantRecord[]> {
+    return this.storage.streamPlants(account, listingOf(request));
   }
 }

@@ -6,6 +6,7 @@ import { NewPlant, NewPlants, PlantIdParams, PlantPatch } from '../schemas.js';
 import { PLANT_FILTER_KEYS, PLANT_ORDERS, type PlantOrder } from '../storage/plant-query.js';
 import { bad, CANONICAL_INTEGER, checkText, single } from './checks.js';
 import { FILTER_PARAMS, ListQuery } from './list-query.js';
+import { checkSelect, SelectQuery, validateSelectQuery } from './select.js';
 
 /**
  * The exact checks behind the `NewPlant` and `ListQuery` schemas. Ajv cannot do these: it
@@ -119,7 +120,7 @@ function checkSort(value: string | undefined): PlantOrder | undefined {
 
 /**
  * Each parameter's shape first (given once where it must be), in the order of the parameters, then
- * the sort, then each filter's value (list-query.ts's FILTER_PARAMS, so that no filter is left out).
+ * the sort and the selection, then each filter's value (list-query.ts's FILTER_PARAMS, so that no filter is left out).
  */
 export function validateListQuery(query: unknown): ListQuery {
   const params = (query ?? {}) as Record<string, unknown>;
@@ -130,11 +131,13 @@ export function validateListQuery(query: unknown): ListQuery {
     return [key, repeatable ? params[name] : single(name, params[name])] as const;
   });
   const sort = checkSort(single('sort', params.sort));
+  const select = checkSelect(params.select);
   const result: Record<string, unknown> = {};
   for (const [key, raw] of filters) {
     if (raw !== undefined) result[FILTER_PARAMS[key].name] = FILTER_PARAMS[key].check(raw as never);
   }
   if (sort !== undefined) result.sort = sort;
+  if (select !== undefined) result.select = select.join(',');
   if (limitText !== undefined) {
     if (!UNSIGNED_INTEGER.test(limitText) || Number(limitText) > LIMITS.limitMax) {
       bad(`limit must be an integer from 0 to ${LIMITS.limitMax}`);
@@ -152,4 +155,5 @@ export const PLANT_VALIDATORS: readonly ExactValidator[] = [
   { schema: ListQuery, validate: validateListQuery },
   { schema: PlantPatch, validate: validatePlantPatch },
   { schema: PlantIdParams, validate: validatePlantIdParams },
+  { schema: SelectQuery, validate: validateSelectQuery },
 ];

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { LIMITS } from '../limits.js';
+import { wholeValue } from '../patterns.js';
 import { PLANT_EVENT_TYPES, type PlantEventType } from '../events/plant-event.js';
 import type { DeliveryState } from '../storage/types/webhooks.js';
 import { MAX_URL_LENGTH } from './address-guard.js';
@@ -10,7 +11,7 @@ export const DELIVERY_STATES: readonly DeliveryState[] = ['pending', 'delivered'
 export const DELIVERIES_LIMIT = { default: 100, max: 1000 } as const;
 
 /** What an endpoint id looks like (`ep_` and base64url), declared so that clients and testers can tell. */
-export const ENDPOINT_ID_PATTERN = '^ep_[A-Za-z0-9_-]{1,64}$';
+export const ENDPOINT_ID_PATTERN = wholeValue('ep_[A-Za-z0-9_-]{1,64}');
 const EndpointId = Type.String({ pattern: ENDPOINT_ID_PATTERN, description: 'The endpoint id (ep_...)' });
 
 const EventType = Type.Unsafe<PlantEventType>({ type: 'string', enum: [...PLANT_EVENT_TYPES] });

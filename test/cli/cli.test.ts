@@ -206,7 +206,12 @@ describe('plant-store serve settings', () => {
       ['zero workers', ['--workers', '0'], {}],
       ['JWTs without an audience', ['--jwt-jwks-url', 'http://127.0.0.1:1/jwks'], {}],
       ['a missing public key file', ['--jwt-public-key', '/nonexistent.pem', '--jwt-audience', 'a'], {}],
-      ['an unknown flag', ['--prot', '80'], {}],
+      [
+        'an unknown flag, with the one it resembles',
+        ['--prot', '80'],
+        {},
+        /unknown option '--prot' \(did you mean --port\?\)/,
+      ],
       ['a trusted proxy that is not an address', ['--trust-proxy', '999.1.1.1/8'], {}, /--trust-proxy/],
       ['a trusted proxy address of three parts', ['--trust-proxy', '10.0.0.1,1.2.3'], {}, /--trust-proxy.*"1\.2\.3"/],
       ['a trusted proxy CIDR too wide', [], { TRUST_PROXY: '10.0.0.0/33' }, /TRUST_PROXY/],

@@ -120,7 +120,7 @@ for (const engine of ENGINES) {
         const created = await sentFor([status503, { status: 429, retryAfter: '0' }, 'drop-before'], () =>
           client.addPlant({ id: 1n, name: 'Aloe' }),
         );
-        assert.deepEqual(created, { value: { name: 'Aloe' }, sent: created.sent });
+        assert.deepEqual((created.value as { plant: unknown }).plant, { name: 'Aloe' });
         assert.equal(created.sent.length, 4);
         const { etag } = await client.getPlant(1n);
         const patched = await sentFor([status503, 'drop-after'], () =>

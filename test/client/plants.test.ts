@@ -21,14 +21,13 @@ for (const engine of ENGINES) {
     describe('every plants operation, by its operationId', () => {
       it('addPlant, getPlant (with its ETag), updatePlant, deletePlant, listPlants', async () => {
         const client = await clientFor('every-method');
-        assert.deepEqual(await client.addPlant({ id: 1n, name: 'Monstera', tag: 'aroid' }), {
-          name: 'Monstera',
-          tag: 'aroid',
-        });
-        assert.deepEqual(await client.addPlant({ id: 2, name: 'Fern' }), { name: 'Fern' });
+        const created = await client.addPlant({ id: 1n, name: 'Monstera', tag: 'aroid' });
+        assert.deepEqual(created.plant, { name: 'Monstera', tag: 'aroid' });
+        assert.deepEqual((await client.addPlant({ id: 2, name: 'Fern' })).plant, { name: 'Fern' });
         const read = await client.getPlant(1n);
         assert.deepEqual(read.plant, { name: 'Monstera', tag: 'aroid' });
         assert.match(read.etag, /^"[^"]+"$/);
+        assert.equal(created.etag, read.etag, "a create answers the stored plant's ETag");
         const updated = await client.updatePlant(1n, { tag: null }, { ifMatch: read.etag });
         assert.deepEqual(updated.plant, { name: 'Monstera' });
         assert.notEqual(updated.etag, read.etag);
@@ -68,13 +67,49 @@ for (const engine of ENGINES) {
 
       it('accepts a safe-integer number and refuses one that has lost digits, before sending', async () => {
         const client = await clientFor('numbers');
-        assert.deepEqual(await client.addPlant({ id: Number.MAX_SAFE_INTEGER, name: 'max safe' }), {
+        assert.deepEqual((await client.addPlant({ id: Number.MAX_SAFE_INTEGER, name: 'max safe' })).plant, {
           name: 'max safe',
         });
         assert.equal((await client.getPlant(2n ** 53n - 1n)).plant.name, 'max safe');
         await assert.rejects(client.addPlant({ id: 2 ** 53 + 2, name: 'x' }), TypeError);
         await assert.rejects(client.getPlant(1.5), TypeError);
         assert.equal((await client.listPlants({ limit: 5 })).plants.length, 1);
+      });
+    });
+
+    describe('select: listPlants, plants() and getPlant answer the fields asked for, ids as bigint', () => {
+      it('types and answers ids exactly, small and beyond 2^53, with filters and pages', async () => {
+        const client = await clientFor('select');
+        const ids = [INT64_MIN, 5n, 2n ** 53n + 1n, INT64_MAX];
+        await client.addPlants(ids.map((id, i) => ({ id, name: `Fern ${i}`, ...(i % 2 === 0 && { tag: 'fern' }) })));
+        const page = await client.listPlants({ select: ['id', 'name'], limit: 2, sort: '-id', count: true });
+        const first: { id: bigint; name: string } = page.plants[0]!;
+        assert.deepEqual(page.plants, [
+          { id: INT64_MAX, name: 'Fern 3' },
+          { id: 2n ** 53n + 1n, name: 'Fern 2' },
+        ]);
+        assert.equal(first.id, INT64_MAX);
+        assert.equal(page.total, 4);
+        const tagged: bigint[] = [];
+        for await (const plant of client.plants({ select: ['id'], tag: 'fern', pageSize: 1 })) {
+          // @ts-expect-error name was not selected
+          assert.equal(plant.name, undefined);
+          tagged.push(plant.id);
+        }
+        assert.deepEqual(tagged, [INT64_MIN, 2n ** 53n + 1n]);
+        const read = await client.getPlant(5n, { select: ['tag', 'id'] });
+        assert.deepEqual(read.plant, { id: 5n });
+        assert.equal(typeof read.plant.id, 'bigint');
+        assert.equal(read.etag, (await client.getPlant(5n)).etag);
+        const plain: { name: string; tag?: string } = (await client.getPlant(5n)).plant;
+        assert.deepEqual(plain, { name: 'Fern 1' });
+      });
+
+      it('refuses an unknown field with the server’s 400 naming it', async () => {
+        const client = await clientFor('select-unknown');
+        // @ts-expect-error colour is not a field
+        const refused = client.listPlants({ select: ['colour'] });
+        await assert.rejects(refused, { name: 'PlantStoreError', status: 400, message: /select.*colour/ });
       });
     });
 
@@ -99,6 +134,17 @@ for (const engine of ENGINES) {
         const seen = [];
         for await (const plant of (await clientFor('empty')).plants()) seen.push(plant);
         assert.deepEqual(seen, []);
+      });
+    });
+
+    describe('a missing token is refused at construction, naming the option and PLANT_STORE_TOKEN', () => {
+      it('throws a TypeError for an absent or empty token', () => {
+        for (const token of [undefined, '']) {
+          assert.throws(() => new PlantStore({ baseUrl: s.url, token: token as string }), {
+            name: 'TypeError',
+            message: /token option.*PLANT_STORE_TOKEN/,
+          });
+        }
       });
     });
 

@@ -283,5 +283,31 @@ for (const engine of ENGINES_AND_POOLER) {
         assert.deepEqual((await listPlants(s.url, b)).json, [{ name: 'Oak' }]);
       });
     });
+
+    describe("a 200 carries the stored plant's ETag, the one GET /plants/{id} gives, for a new plant and a retry", () => {
+      it('answers the same ETag on create, on retry and on GET, usable at once in If-Match', async () => {
+        const token = (await createToken(s.database, `etag-${engine.name}`)).token;
+        const body = '{"id": 9007199254740993, "name": "Calathea"}';
+        const created = await postPlant(s.url, token, body);
+        const etag = created.headers.get('etag');
+        assert.match(etag ?? '', /^"[^"]+"$/);
+        assert.equal((await postPlant(s.url, token, body)).headers.get('etag'), etag);
+        const read = await call(`${s.url}/plants/9007199254740993`, { token });
+        assert.equal(read.headers.get('etag'), etag);
+        const patched = await call(`${s.url}/plants/9007199254740993`, {
+          method: 'PATCH',
+          token,
+          headers: { 'content-type': 'application/merge-patch+json', 'if-match': etag! },
+          body: '{"tag": "prayer plant"}',
+        });
+        assert.equal(patched.status, 200);
+        const replayed = await postPlant(
+          s.url,
+          token,
+          '{"id": 9007199254740993, "name": "Calathea", "tag": "prayer plant"}',
+        );
+        assert.equal(replayed.headers.get('etag'), patched.headers.get('etag'));
+      });
+    });
   });
 }

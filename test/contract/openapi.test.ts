@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { sqlite } from '../helpers/engines.js';
@@ -140,6 +141,75 @@ describe('GET /openapi.json and /openapi.yaml: the OpenAPI 3.0.1 document', () =
           headers: { accept: 'text/event-stream' },
         });
         assert.equal(reply.status, 400, bad);
+      }
+    });
+  });
+
+  describe("each pattern means the same in ECMAScript and in Python's re (generators and testers read it so)", () => {
+    /** Every `pattern` of the document, and the examples beside each. */
+    function patternsOf(node: unknown, found = new Map<string, string[]>()): Map<string, string[]> {
+      if (typeof node !== 'object' || node === null) return found;
+      const schema = node as { pattern?: unknown; example?: unknown; examples?: unknown };
+      if (typeof schema.pattern === 'string') {
+        const examples = [schema.example, ...(Array.isArray(schema.examples) ? schema.examples : [])];
+        found.set(schema.pattern, [
+          ...(found.get(schema.pattern) ?? []),
+          ...examples.filter((e): e is string => typeof e === 'string'),
+        ]);
+      }
+      for (const child of Object.values(node)) patternsOf(child, found);
+      return found;
+    }
+    /** Where dialects part: whitespace and line ends beyond space and tab, Unicode digits, letters and case. */
+    const EDGES = [
+      ...'\t\n\v\f\r \x1c\x1d\x1e\x1f\x85\xa0\u1680\u2028\u2029\u3000\ufeff\x00\x7f\x80\xff\u0100',
+      ...'\u017f\u212a\u0663\u00e9_-,"*AaZz09😀',
+    ];
+    /** Each seed, with each edge character before, after, in place of and beside each of its characters. */
+    function variants(seed: string): string[] {
+      const out = [seed];
+      const chars = [...seed];
+      for (const edge of EDGES) {
+        out.push(edge + seed, seed + edge, edge, seed + edge + edge);
+        for (let i = 0; i < chars.length; i++) {
+          out.push([...chars.slice(0, i), edge, ...chars.slice(i + 1)].join(''));
+          out.push([...chars.slice(0, i), edge, ...chars.slice(i)].join(''));
+        }
+      }
+      return out;
+    }
+
+    it('answers alike for every example of each pattern changed by each edge character', async () => {
+      const patterns = patternsOf((await call(`${s.url}/openapi.json`)).json);
+      assert.ok(patterns.size >= 4, `patterns: ${[...patterns.keys()]}`);
+      const cases = [...patterns].map(([pattern, examples]) => ({
+        pattern,
+        candidates: [...new Set([...examples, 'x', '*', '"a", "b"', 'id,name'].flatMap(variants))],
+      }));
+      const python = spawnSync(
+        'python3',
+        [
+          '-c',
+          'import json, re, sys\n' +
+            'cases = json.load(sys.stdin)\n' +
+            'json.dump([[re.search(c["pattern"], s) is not None for s in c["candidates"]] for c in cases], sys.stdout)',
+        ],
+        { input: JSON.stringify(cases), encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+      );
+      assert.equal(python.status, 0, python.stderr);
+      const answers = JSON.parse(python.stdout) as boolean[][];
+      for (const [i, { pattern, candidates }] of cases.entries()) {
+        const differ = candidates.filter((candidate, j) => {
+          const inPython = answers[i]![j]!;
+          return (
+            new RegExp(pattern).test(candidate) !== inPython || new RegExp(pattern, 'u').test(candidate) !== inPython
+          );
+        });
+        assert.deepEqual(
+          differ,
+          [],
+          `${pattern} reads differently in Python for ${JSON.stringify(differ.slice(0, 5))}`,
+        );
       }
     });
   });

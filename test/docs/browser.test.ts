@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { assertPresent, CHROMIUM } from '../helpers/binaries.js';
 import { sqlite } from '../helpers/engines.js';
@@ -14,7 +14,11 @@ import { realServer } from '../helpers/suite.js';
  * Under CI=true a missing browser fails the run; elsewhere these tests are skipped, saying why
  * (helpers/binaries.ts).
  */
-const SCREENSHOT = fileURLToPath(new URL('../../docs/docs-page.png', import.meta.url));
+/**
+ * Outside the checkout, so that running the tests leaves it as it was; copied over
+ * docs/docs-page.png by hand when the page's look changes (docs/api.md says so).
+ */
+const SCREENSHOT = join(tmpdir(), 'plant-store-docs-page.png');
 /** Generous: two cores shared by several test runs. */
 const TIMEOUT = 60_000;
 
@@ -96,7 +100,6 @@ describe('GET /docs in a real browser (headless Chromium)', { skip: CHROMIUM.ski
       assert.equal(await page.locator('.topbar input').inputValue(), '/openapi.json');
       assert.deepEqual(errors, []);
       assert.deepEqual(outside, []);
-      mkdirSync(new URL('../../docs/', import.meta.url), { recursive: true });
       await page.screenshot({ path: SCREENSHOT, fullPage: true, animations: 'disabled' });
       await page.context().close();
     });

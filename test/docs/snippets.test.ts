@@ -71,14 +71,14 @@ describe("the client README's programs run as copied, twice, against a fresh ser
   });
   after(() => rmSync(project, { recursive: true, force: true }));
 
-  it('finds the programs: plants, finding, batch, follow and receiver', () => {
+  it('finds the programs: plants, finding, ids, batch, follow and receiver', () => {
     assert.deepEqual(
       PROGRAMS.map((p) => p.name),
-      ['plants.mjs', 'finding.mjs', 'batch.mjs', 'follow.mjs', 'receiver.mjs'],
+      ['plants.mjs', 'finding.mjs', 'ids.mjs', 'batch.mjs', 'follow.mjs', 'receiver.mjs'],
     );
   });
 
-  for (const name of ['plants.mjs', 'finding.mjs', 'batch.mjs', 'follow.mjs']) {
+  for (const name of ['plants.mjs', 'finding.mjs', 'ids.mjs', 'batch.mjs', 'follow.mjs']) {
     it(`runs ${name} twice, each time to exit 0 with nothing on standard error`, async () => {
       for (const run of [1, 2]) {
         const program = launch(project, name, { PLANT_STORE_URL: s.url, PLANT_STORE_TOKEN: s.token });
@@ -127,7 +127,7 @@ const MARKDOWN = [
 
 /** What a reader has beside the checkout: the shell, curl and the tools the pages name. */
 const PROGRAMS_ON_PATH = new Set([
-  ...['cd', 'export', 'mkdir', 'kill', 'echo', 'cat', 'tr', 'awk', 'date', 'sleep', 'jq'],
+  ...['cd', 'export', 'mkdir', 'kill', 'echo', 'cat', 'tr', 'awk', 'date', 'sleep', 'jq', '['],
   ...['curl', 'node', 'npm', 'npx', 'pg_dump', 'pg_restore', 'createdb', 'psql', 'redis-cli'],
 ]);
 /** Words that only shape the line: the command is the word after them. */

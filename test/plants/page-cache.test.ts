@@ -3,6 +3,9 @@ import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULTS } from '../../src/config.js';
+import { LIMITS } from '../../src/limits.js';
+import { PLANT_COLUMNS } from '../../src/plant-fields.js';
+import { pageBody } from '../../src/plants/json-bodies.js';
 import { FreshPages } from '../../src/plants/fresh-pages.js';
 import { PageCache, pageCost } from '../../src/plants/page-cache.js';
 import type { Page } from '../../src/plants/page.js';
@@ -13,7 +16,11 @@ import { insertPlants } from '../helpers/plants.js';
 
 const PAGE_CACHE_BYTES = DEFAULTS.pageCacheBytes;
 
-const page = (...names: string[]): Page => ({ plants: names.map((name) => ({ name })), next: null, shared: true });
+const page = (...names: string[]): Page => ({
+  plants: names.map((name, i) => ({ id: BigInt(i), name })),
+  next: null,
+  shared: true,
+});
 
 /** The names of the first page of `?limit=10` and `query`, through the API. */
 async function listedNames(t: TestApp, token: string, query = ''): Promise<string[]> {
@@ -96,7 +103,7 @@ describe('the page cache answers only what the store would answer now', () => {
     const short = page(...Array.from({ length: 10 }, () => 'Fern'));
     const long = page(...Array.from({ length: 10 }, () => 'Fern'.repeat(64)));
     assert.ok(pageCost(long) > pageCost(short));
-    const tagged: Page = { plants: [{ name: 'Fern', tag: 'x'.repeat(256) }], next: null, shared: true };
+    const tagged: Page = { plants: [{ id: 0n, name: 'Fern', tag: 'x'.repeat(256) }], next: null, shared: true };
     assert.ok(pageCost(tagged) > pageCost(page('Fern')));
   });
 
@@ -106,6 +113,7 @@ describe('the page cache answers only what the store would answer now', () => {
     // 256 UTF-16 units each, every one escaped in JSON, in strings made two-byte by the emoji.
     const costliest = (p: number): Page => ({
       plants: Array.from({ length: 1_000 }, (_, i) => ({
+        id: LIMITS.int64Min + BigInt(p * 1_000 + i),
         name: `${p}.${i}🌿`.padEnd(256, '\u0001'),
         tag: `${p}.${i}`.padEnd(256, '\u0002'),
       })),
@@ -120,7 +128,7 @@ describe('the page cache answers only what the store would answer now', () => {
     const tried = 2 * Math.ceil(PAGE_CACHE_BYTES / pageCost(costliest(0)));
     for (let i = 0; i < tried; i++) {
       const held = costliest(i);
-      if (cache.set(1, 0, 'a', `after ${i}`, 1_000, held)) bodies.set(held, JSON.stringify(held.plants));
+      if (cache.set(1, 0, 'a', `after ${i}`, 1_000, held)) bodies.set(held, pageBody(held, PLANT_COLUMNS));
     }
     gc();
     const grown = process.memoryUsage().heapUsed - before;

@@ -149,35 +149,39 @@ function serveUntilExit(database: string) {
   });
 }
 
-describe('a permanent error at start exits 1 at once, with one line naming it', { skip: OWN_POSTGRES_SKIP }, () => {
-  let database = '';
+describe(
+  'a permanent error at start exits 1 at once, with one line naming it (and how to mend it)',
+  { skip: OWN_POSTGRES_SKIP },
+  () => {
+    let database = '';
 
-  before(async () => {
-    database = await pg.createDatabase();
-    await pg.psql("CREATE ROLE fussy LOGIN PASSWORD 'right'");
-    await pg.hbaFirst('host all fussy 127.0.0.1/32 scram-sha-256');
-  });
-
-  for (const [what, url, named] of [
-    [
-      'a refused password',
-      () => `postgres://fussy:wrong@127.0.0.1:${pg.port}/${database}`,
-      /password authentication failed/,
-    ],
-    [
-      'a database that does not exist',
-      () => `postgres://postgres@127.0.0.1:${pg.port}/no_such_database`,
-      /does not exist/,
-    ],
-  ] as const) {
-    it(what, async () => {
-      const { code, stderr, ms } = await serveUntilExit(url());
-      report('permanent error at start', { what, exitedAfterMs: Math.round(ms) });
-      assert.equal(code, 1, stderr);
-      const lines = stderr.trim().split('\n');
-      assert.equal(lines.length, 1, stderr);
-      assert.match(lines[0]!, named);
-      assert.ok(ms < 10_000, `exited after ${ms.toFixed(0)} ms`);
+    before(async () => {
+      database = await pg.createDatabase();
+      await pg.psql("CREATE ROLE fussy LOGIN PASSWORD 'right'");
+      await pg.hbaFirst('host all fussy 127.0.0.1/32 scram-sha-256');
     });
-  }
-});
+
+    for (const [what, url, named] of [
+      [
+        'a refused password',
+        () => `postgres://fussy:wrong@127.0.0.1:${pg.port}/${database}`,
+        /password authentication failed/,
+      ],
+      [
+        'a database that does not exist, with how to create it',
+        () => `postgres://postgres@127.0.0.1:${pg.port}/no_such_database`,
+        /database "no_such_database" does not exist: create it first, with createdb "no_such_database".*CREATE DATABASE/,
+      ],
+    ] as const) {
+      it(what, async () => {
+        const { code, stderr, ms } = await serveUntilExit(url());
+        report('permanent error at start', { what, exitedAfterMs: Math.round(ms) });
+        assert.equal(code, 1, stderr);
+        const lines = stderr.trim().split('\n');
+        assert.equal(lines.length, 1, stderr);
+        assert.match(lines[0]!, named);
+        assert.ok(ms < 10_000, `exited after ${ms.toFixed(0)} ms`);
+      });
+    }
+  },
+);

@@ -79,7 +79,9 @@ export async function openPostgres(
   // writes the first query of a fresh pool before the array types it reads are known, so a first
   // query with an array parameter fails ("malformed array literal"; a token created by the CLI).
   const prepare = async () => {
-    await migrateOver(directUrl ?? url, timeoutMs);
+    await migrateOver(directUrl ?? url, timeoutMs).catch((error: unknown) => {
+      throw withCreateHint(error, directUrl ?? url);
+    });
     feedKey = await events.feedKey();
   };
   const events = postgresEvents(sql);
@@ -143,6 +145,27 @@ function assertParses(url: string): void {
 
 class DatabaseUrlInvalid extends Error {
   readonly code = 'DATABASE_URL_INVALID';
+}
+
+/** PostgreSQL's code for a database that does not exist. */
+const NO_SUCH_DATABASE = '3D000';
+
+/**
+ * A database that does not exist, said with how to create it: the server creates the tables, not
+ * the database (docs/postgres.md). Any other error as it is.
+ */
+function withCreateHint(error: unknown, url: string): unknown {
+  if ((error as { code?: string }).code !== NO_SUCH_DATABASE) return error;
+  const name = decodeURIComponent(new URL(url).pathname.slice(1));
+  return new DatabaseMissing(
+    `${(error as Error).message}: create it first, with createdb ${JSON.stringify(name)} ` +
+      `(the client tools, as a user who may create databases) or CREATE DATABASE "${name}"; in psql`,
+    { cause: error },
+  );
+}
+
+class DatabaseMissing extends Error {
+  readonly code = NO_SUCH_DATABASE;
 }
 
 /** Tries `prepare` until it succeeds (resolves) or fails for good (rejects), each transient failure one warn line. */
