@@ -14,6 +14,7 @@ import { spec, tap } from 'node:test/reporters';
 
 /** The files that take longest (wall time, measured on a 2-core VM, three files at once), started first so the others fill in around them. */
 const SLOWEST_FIRST = [
+  'ops/rolling-restart.test.ts',
   'cli/copy.test.ts',
   'ops/rolling-restart.test.ts',
   'reliability/postgres-restart.test.ts',
