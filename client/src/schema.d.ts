@@ -912,10 +912,7 @@ export interface operations {
         q?: string;
         /** @description id (ascending id, the default), -id (descending id), name (ascending by the code points of the name, ties by ascending id), -name (the exact reverse of name). */
         sort?: 'id' | '-id' | 'name' | '-name';
-        /**
-         * @description The fields to return, comma-separated, each at most once, from id, name, tag (as PostgREST has it). Without it each plant is exactly a Plant (no id). With it, each plant holds only the fields named, in that order; the id is an exact int64 JSON number. An unknown or repeated field is a 400 naming it.
-         * @example id,name,tag
-         */
+        /** @description The fields to return, comma-separated, each at most once, from id, name, tag (as PostgREST has it), for instance id,name,tag. Without it each plant is exactly a Plant (no id). With it, each plant holds only the fields named, in that order; the id is an exact int64 JSON number. An unknown or repeated field is a 400 naming it. */
         select?: string;
       };
       header?: {
@@ -1076,10 +1073,7 @@ export interface operations {
   getPlant: {
     parameters: {
       query?: {
-        /**
-         * @description The fields to return, comma-separated, each at most once, from id, name, tag (as PostgREST has it). Without it each plant is exactly a Plant (no id). With it, each plant holds only the fields named, in that order; the id is an exact int64 JSON number. An unknown or repeated field is a 400 naming it.
-         * @example id,name,tag
-         */
+        /** @description The fields to return, comma-separated, each at most once, from id, name, tag (as PostgREST has it), for instance id,name,tag. Without it each plant is exactly a Plant (no id). With it, each plant holds only the fields named, in that order; the id is an exact int64 JSON number. An unknown or repeated field is a 400 naming it. */
         select?: string;
       };
       header?: {

@@ -21,10 +21,11 @@ const FIELD = `(?:${PLANT_COLUMNS.join('|')})`;
 export const SelectParam = Type.Optional(
   Type.String({
     pattern: wholeValue(`${FIELD}(?:,${FIELD})*`),
-    examples: ['id,name,tag'],
+    // No example: the /docs page fills a parameter's example in for Try it out, and a listing there
+    // should answer the spec's Plant unless the reader asks for more.
     description:
       `The fields to return, comma-separated, each at most once, from ${PLANT_COLUMNS.join(', ')} ` +
-      '(as PostgREST has it). Without it each plant is exactly a Plant (no id). With it, each plant holds only ' +
+      '(as PostgREST has it), for instance id,name,tag. Without it each plant is exactly a Plant (no id). With it, each plant holds only ' +
       'the fields named, in that order; the id is an exact int64 JSON number. An unknown or repeated field is a ' +
       '400 naming it.',
   }),

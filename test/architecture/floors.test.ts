@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
  */
 
 const FLOORS: readonly string[][] = [
-  ['limits'],
+  ['limits', 'patterns'],
   ['config', 'schemas', 'random-pool', 'version', 'thread-module', 'deadline'],
   ['plant-fields'],
   ['events'],

@@ -119,7 +119,7 @@ for (const engine of ENGINES) {
         assert.equal(reply.status, 200, reply.body);
         plants.push(...(JSON.parse(reply.body) as Plant[]));
         const link = /<([^>]+)>;\s*rel="next"/.exec(String(reply.headers.link ?? ''))?.[1];
-        url = link === undefined ? null : new URL(link).pathname + new URL(link).search;
+        url = link ?? null;
       }
       return plants;
     }

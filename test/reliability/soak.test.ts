@@ -76,7 +76,7 @@ async function drive(client: LoadClient, accounts: Account[], nextId: () => bigi
           if (first.status !== 200) fail(`page: ${first.status} ${first.text}`);
           const next = /<([^>]+)>;\s*rel="next"/.exec(String(first.headers.link ?? ''))?.[1];
           if (next !== undefined) {
-            const second = await client.get(account.token, new URL(next).pathname + new URL(next).search);
+            const second = await client.get(account.token, next);
             if (second.status !== 200) fail(`next page: ${second.status} ${second.text}`);
           }
           tally.pages++;
