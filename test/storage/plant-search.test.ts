@@ -131,7 +131,7 @@ for (const engine of ENGINES) {
 /**
  * The store as it was before the search migration: no folded names, no search indexes, and none of
  * the migrations after it (the change feed's tables, the plants' clock, the outbox's heads, the disk
- * probe, the tokens' version), which run again.
+ * probe, the tokens' version, the pending deliveries' index), which run again.
  */
 async function undoSearchMigration(engine: string, url: string) {
   if (engine === 'sqlite') {
@@ -142,7 +142,7 @@ async function undoSearchMigration(engine: string, url: string) {
              DROP TABLE events; DROP TABLE account_events; DROP TABLE feed_key; DROP TABLE plants_clock; DROP TABLE plant_search_seq;
              DROP TABLE disk_probe; DROP TABLE token_changes;
              DROP TRIGGER api_tokens_inserted; DROP TRIGGER api_tokens_updated; DROP TRIGGER api_tokens_deleted;
-             DROP INDEX webhook_outbox_heads;
+             DROP INDEX webhook_outbox_heads; DROP INDEX webhook_deliveries_endpoint_due;
              DROP TABLE schema_migrations;
              PRAGMA user_version = 4;`);
     db.close();
@@ -152,6 +152,7 @@ async function undoSearchMigration(engine: string, url: string) {
   await sql.unsafe(`ALTER TABLE plants DROP COLUMN name_folded; DROP INDEX plants_by_tag; DROP INDEX plants_by_name;
                     DROP TABLE events; DROP TABLE account_events; DROP TABLE feed_key;
                     DROP TABLE token_changes; DROP FUNCTION count_token_change CASCADE;
+                    DROP INDEX webhook_deliveries_endpoint_due;
                     DELETE FROM schema_migrations WHERE version >= 4;`);
   await sql.end();
 }

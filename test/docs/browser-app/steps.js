@@ -28,7 +28,7 @@ const STEP = {
   async create(client) {
     await client.addPlant({ id: BIG, name: 'Monstera', tag: 'aroid' });
     await client.addPlant({ id: 2n, name: 'Fern' });
-    return (await client.addPlant({ id: 3n, name: 'Cactus', tag: 'dry' })).name;
+    return (await client.addPlant({ id: 3n, name: 'Cactus', tag: 'dry' })).plant.name;
   },
   async list(client) {
     const page = await client.listPlants();
