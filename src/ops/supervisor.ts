@@ -65,7 +65,9 @@ export async function supervise(config: Config, prepareStore: (later: StoreLater
   // one still starting at a Ctrl-C is told again when it listens.
   let drain = true;
   const stopWithoutDrain = (worker: Worker) => {
-    if (worker.isConnected()) worker.send(STOP_WITHOUT_DRAIN);
+    // A worker may be exiting already (the terminal sent it the Ctrl-C too): its channel can close
+    // between the check and the write, and a send without a callback would throw EPIPE here.
+    if (worker.isConnected()) worker.send(STOP_WITHOUT_DRAIN, () => {});
   };
   const stop = (why: { signal: string } | { reason: string }) => {
     if (stopping) return;
