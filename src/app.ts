@@ -16,8 +16,7 @@ import {
   noteEarlyAnswer,
   refuseConnect,
   refuseExpectation,
-  refuseTooManyHeaders,
-  requireValidHost,
+  checkRequestHead,
 } from './http/client-errors.js';
 import { cors } from './http/cors.js';
 import { parseJsonBody, refuseEncodedBody } from './http/json-body.js';
@@ -110,7 +109,7 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   // Node checks the headers and request timeouts every 30 s by default, so a 10 s limit could
   // hold a socket for 40 s; every second keeps each limit to within a second.
   // Missing Host and CONNECT get the `Error` body here instead of Node's empty answers; every
-  // header field is kept, so that too many are refused (refuseTooManyHeaders), never dropped.
+  // header field is kept, so that too many are refused (checkRequestHead), never dropped.
   Object.assign(app.server, { connectionsCheckingInterval: 1_000, requireHostHeader: false, maxHeadersCount: 0 });
   app.server.on('connect', refuseConnect);
   app.server.on('checkExpectation', refuseExpectation);
@@ -136,8 +135,7 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   securityHeaders(app);
   await app.register(observability, { traceIdOf: tracing?.traceIdOf, destination });
   await app.register(gracefulStop);
-  app.addHook('onRequest', refuseTooManyHeaders);
-  app.addHook('onRequest', requireValidHost);
+  app.addHook('onRequest', checkRequestHead);
   // Before routing decides: a preflight is answered here, and 404s and 405s carry the CORS headers.
   let methodsOf: (path: string) => string | null = () => null;
   cors(app, config.corsOrigins, (path) => methodsOf(path));

@@ -78,43 +78,35 @@ export function refuseConnect(_request: IncomingMessage, socket: Duplex) {
  */
 const HOST = /^(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::\d{0,5})?$/;
 
-function hostLines(rawHeaders: string[]): number {
-  let count = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i]!;
-    if (name.length === 4 && name.toLowerCase() === 'host') count++;
-  }
-  return count;
-}
-
 /**
- * HTTP/1.1 requires one Host, and a server must refuse a missing, repeated or malformed one with a
- * 400 (RFC 9112, 3.2): whatever reads it later (a proxy, a log) can then trust its shape. Node's
- * own refusal of a missing one has an empty body, so it is turned off (`requireHostHeader: false`)
- * and the check made here, where the answer is the `Error` body.
+ * The request's head, checked once before anything reads it, in one pass over its raw fields:
+ *
+ * - Node keeps about the first 1,000 header fields and drops the rest without a word, so an
+ *   `Authorization` after 999 others read as missing. The server keeps them all instead
+ *   (`maxHeadersCount: 0`; their bytes stay bounded by the 16 KiB header limit), and more than
+ *   LIMITS.headerFields is a 431, as too many bytes are.
+ * - HTTP/1.1 requires one Host, and a server must refuse a missing, repeated or malformed one with a
+ *   400 (RFC 9112, 3.2): whatever reads it later (a proxy, a log) can then trust its shape. Node's own
+ *   refusal of a missing one has an empty body, so it is turned off (`requireHostHeader: false`) and
+ *   made here, where the answer is the `Error` body.
  */
-export function requireValidHost(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
+export function checkRequestHead(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
+  const { rawHeaders, httpVersion } = request.raw;
+  if (rawHeaders.length / 2 > LIMITS.headerFields) {
+    return done(new HttpError(431, `request has more than ${LIMITS.headerFields} header fields`));
+  }
   const { host } = request.headers;
   if (host === undefined) {
-    return done(request.raw.httpVersion === '1.1' ? new HttpError(400, 'the Host header is required') : undefined);
+    return done(httpVersion === '1.1' ? new HttpError(400, 'the Host header is required') : undefined);
+  }
+  let hostLines = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 4 && name.toLowerCase() === 'host') hostLines++;
   }
   done(
-    HOST.test(host) && hostLines(request.raw.rawHeaders) === 1
+    HOST.test(host) && hostLines === 1
       ? undefined
       : new HttpError(400, 'the Host header must be given once, as a host name or address with an optional port'),
-  );
-}
-
-/**
- * Node keeps about the first 1,000 header fields of a request and drops the rest without a word,
- * so an `Authorization` after 999 others read as missing. The server keeps them all instead
- * (`maxHeadersCount: 0`; their bytes stay bounded by the 16 KiB header limit), and a request with
- * more than LIMITS.headerFields is refused here, before anything reads them: 431, as for too many bytes.
- */
-export function refuseTooManyHeaders(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
-  done(
-    request.raw.rawHeaders.length / 2 > LIMITS.headerFields
-      ? new HttpError(431, `request has more than ${LIMITS.headerFields} header fields`)
-      : undefined,
   );
 }
