@@ -16,6 +16,11 @@ export interface EndpointRow<Time, Words, Flag> {
   created_at: Time;
 }
 
+/** One endpoint as a map key: its account and id, neither able to pass for part of the other. */
+export function endpointKey(account: string, endpointId: string): string {
+  return JSON.stringify([account, endpointId]);
+}
+
 /** What reading an endpoint reads (never its secrets). */
 export const ENDPOINT_COLUMNS = ['id', 'url', 'events', 'description', 'enabled', 'created_at'] as const;
 

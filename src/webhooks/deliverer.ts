@@ -7,11 +7,11 @@ import { attempt, receiverAgents, type AttemptResult, type ReceiverAgents } from
 import type { AttemptCounts } from './attempt-counts.js';
 import type { DeliveryLog, DeliverySettings } from './delivery-types.js';
 import { EndpointPaces, SLOW_ANSWER_MS } from './endpoint-pace.js';
-import { DeliveryShares, endpointKey } from './fair-share.js';
+import { DeliveryShares } from './fair-share.js';
 import { RefusalLog } from './refusal-log.js';
 import { ResultWriter } from './result-writer.js';
 import { afterAttempt, delivered } from './retry.js';
-import { signatureHeader, signingSecrets } from './signer.js';
+import { signedHeaders } from './signer.js';
 
 export interface DelivererOptions extends DeliverySettings {
   guard: AddressGuard;
@@ -198,22 +198,13 @@ export class Deliverer {
     const { account, endpointId, eventId } = delivery;
     try {
       const now = new Date();
-      const timestamp = Math.floor(now.getTime() / 1000);
-      const headers = {
-        'content-type': 'application/json',
-        'user-agent': 'plant-store-webhooks',
-        'plant-store-event': delivery.eventType,
-        'webhook-id': eventId,
-        'webhook-timestamp': String(timestamp),
-        'webhook-signature': signatureHeader(signingSecrets(delivery, now), eventId, timestamp, delivery.payload),
-      };
-      const result = await attempt(delivery.url, headers, delivery.payload, {
+      const result = await attempt(delivery.url, signedHeaders(delivery, now), delivery.payload, {
         timeoutMs: this.options.timeoutMs,
         guard: this.options.guard,
         agents: this.agents,
       });
       const quick = delivered(result) && Date.now() - now.getTime() < SLOW_ANSWER_MS;
-      this.paces.answered(endpointKey(account, endpointId), account, endpointId, quick);
+      this.paces.answered(account, endpointId, quick);
       return result;
     } catch (error) {
       // The lease runs out and the attempt is made again, here or elsewhere.

@@ -1,3 +1,5 @@
+import { endpointKey } from '../storage/webhook-rows.js';
+
 /**
  * How many attempts in flight each endpoint may have, found as TCP finds its window (AIMD): each
  * attempt answered 2xx quickly adds 1/window (so about one more slot per window's worth of quick
@@ -42,7 +44,8 @@ export class EndpointPaces {
   }
 
   /** An attempt of the endpoint ended: `quick` when it was a 2xx within SLOW_ANSWER_MS. */
-  answered(key: string, account: string, endpointId: string, quick: boolean) {
+  answered(account: string, endpointId: string, quick: boolean) {
+    const key = endpointKey(account, endpointId);
     const pace = this.paces.get(key) ?? { account, endpointId, window: this.initial, lastAnswerAt: 0 };
     pace.window = quick ? Math.min(this.max, pace.window + 1 / pace.window) : Math.max(1, pace.window / 2);
     pace.lastAnswerAt = Date.now();

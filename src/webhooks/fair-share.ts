@@ -1,4 +1,5 @@
 import type { ClaimShare } from '../storage/types/webhooks.js';
+import { endpointKey } from '../storage/webhook-rows.js';
 import type { EndpointPaces } from './endpoint-pace.js';
 
 /**
@@ -14,11 +15,6 @@ import type { EndpointPaces } from './endpoint-pace.js';
  * the timeout, and every other account has the other three quarters.
  */
 const ACCOUNT_SHARE = 1 / 4;
-
-/** One endpoint as a map key: its account and id, neither able to pass for part of the other. */
-export function endpointKey(account: string, endpointId: string): string {
-  return JSON.stringify([account, endpointId]);
-}
 
 /**
  * How many due rows a claim of `limit` reads to find `limit` that keep to the shares: room for

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import type { EndpointSecrets } from '../storage/types/webhooks.js';
+import type { ClaimedDelivery, EndpointSecrets } from '../storage/types/webhooks.js';
 
 /**
  * Standard Webhooks (standardwebhooks.com) signatures, which the `standardwebhooks` and Svix
@@ -30,4 +30,17 @@ export function signingSecrets(secrets: EndpointSecrets, now: Date): string[] {
 export function signatureHeader(secrets: string[], id: string, timestamp: number, body: string): string {
   const content = `${id}.${timestamp}.${body}`;
   return secrets.map((secret) => sign(secret, content)).join(' ');
+}
+
+/** The headers of one attempt of `delivery` made at `now`: its event, its id and this attempt's signature. */
+export function signedHeaders(delivery: ClaimedDelivery, now: Date): Record<string, string> {
+  const timestamp = Math.floor(now.getTime() / 1000);
+  return {
+    'content-type': 'application/json',
+    'user-agent': 'plant-store-webhooks',
+    'plant-store-event': delivery.eventType,
+    'webhook-id': delivery.eventId,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signatureHeader(signingSecrets(delivery, now), delivery.eventId, timestamp, delivery.payload),
+  };
 }

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { EndpointPaces } from '../../src/webhooks/endpoint-pace.js';
-import { DeliveryShares, endpointKey } from '../../src/webhooks/fair-share.js';
+import { endpointKey } from '../../src/storage/webhook-rows.js';
+import { DeliveryShares } from '../../src/webhooks/fair-share.js';
 
 const key = endpointKey('acct', 'ep_1');
 
@@ -9,20 +10,20 @@ describe("an endpoint's window of attempts in flight (AIMD)", () => {
   it('grows by about one per window of quick answers, up to the cap', () => {
     const paces = new EndpointPaces(16);
     assert.equal(paces.limit(key), 4, 'an endpoint never seen starts at 4');
-    for (let i = 0; i < 4; i++) paces.answered(key, 'acct', 'ep_1', true);
+    for (let i = 0; i < 4; i++) paces.answered('acct', 'ep_1', true);
     assert.equal(paces.limit(key), 4, 'four quick answers add about one (3.9...)');
-    paces.answered(key, 'acct', 'ep_1', true);
+    paces.answered('acct', 'ep_1', true);
     assert.equal(paces.limit(key), 5);
-    for (let i = 0; i < 200; i++) paces.answered(key, 'acct', 'ep_1', true);
+    for (let i = 0; i < 200; i++) paces.answered('acct', 'ep_1', true);
     assert.equal(paces.limit(key), 16, 'never past the cap');
   });
 
   it('halves at each failed or slow answer, down to one', () => {
     const paces = new EndpointPaces(16);
-    for (let i = 0; i < 200; i++) paces.answered(key, 'acct', 'ep_1', true);
-    paces.answered(key, 'acct', 'ep_1', false);
+    for (let i = 0; i < 200; i++) paces.answered('acct', 'ep_1', true);
+    paces.answered('acct', 'ep_1', false);
     assert.equal(paces.limit(key), 8);
-    for (let i = 0; i < 10; i++) paces.answered(key, 'acct', 'ep_1', false);
+    for (let i = 0; i < 10; i++) paces.answered('acct', 'ep_1', false);
     assert.equal(paces.limit(key), 1);
   });
 
@@ -57,7 +58,7 @@ describe('the shares a claim keeps to', () => {
   it('lists an endpoint whose window shrank, with that window as its room', () => {
     const paces = new EndpointPaces(16);
     const shares = new DeliveryShares(64, paces);
-    for (let i = 0; i < 3; i++) paces.answered(key, 'acct', 'ep_1', false);
+    for (let i = 0; i < 3; i++) paces.answered('acct', 'ep_1', false);
     assert.deepEqual(shares.claimShare(64).endpoints, [{ account: 'acct', endpointId: 'ep_1', room: 1 }]);
   });
 });

@@ -1,7 +1,5 @@
 import type { ClaimShare } from '../types/webhooks.js';
-
-/** One endpoint as a map key: its account and id, neither able to pass for part of the other. */
-const endpointKey = (account: string, endpointId: string) => JSON.stringify([account, endpointId]);
+import { endpointKey } from '../webhook-rows.js';
 
 /**
  * The first `limit` of `due` (oldest first) that keep to the room `share` leaves each account and
