@@ -85,7 +85,7 @@ export class PlantStore {
   async addPlant(plant: NewPlant, options?: RequestOptions): Promise<PlantWithTag> {
     const body = { ...plant, id: toBigInt(plant.id) };
     const reply = await this.#http.send({ method: 'POST', path: '/plants', body }, options);
-    return { plant: reply.body as Plant, etag: reply.headers.get('etag')! };
+    return withTag(reply.headers, reply.body as Plant);
   }
 
   /**
@@ -156,7 +156,7 @@ export class PlantStore {
   ): Promise<PlantWithTag<PlantRead<Fields>>> {
     const query = { select: select?.join(',') };
     const reply = await this.#http.send({ method: 'GET', path: plantPath(id), query }, options);
-    return { plant: read<Fields>(reply.body as Record<string, unknown>), etag: reply.headers.get('etag')! };
+    return withTag(reply.headers, read<Fields>(reply.body as Record<string, unknown>));
   }
 
   /** A JSON merge patch. With `ifMatch`, only that version is changed (else 412), and failures are retried. */
@@ -176,7 +176,7 @@ export class PlantStore {
       },
       options,
     );
-    return { plant: reply.body as Plant, etag: reply.headers.get('etag')! };
+    return withTag(reply.headers, reply.body as Plant);
   }
 
   /**
@@ -241,6 +241,11 @@ export class PlantStore {
 function read<Fields extends PlantField>(plant: Record<string, unknown>): PlantRead<Fields> {
   if (plant.id !== undefined) plant.id = BigInt(plant.id as bigint | number);
   return plant as PlantRead<Fields>;
+}
+
+/** A plant as answered, with the ETag its answer carried (every answer of one plant has one). */
+function withTag<P>(headers: Headers, plant: P): PlantWithTag<P> {
+  return { plant, etag: headers.get('etag')! };
 }
 
 function plantPath(id: Int64): string {
