@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { ENGINES } from '../helpers/engines.js';
+import { ENGINES_AND_POOLER } from '../helpers/engines.js';
 import { call, listPlants, nextLink, postBatch, type Reply } from '../helpers/http.js';
 import { isErrorBody, realServer } from '../helpers/suite.js';
 
@@ -28,7 +28,7 @@ async function pagedIds(token: string, first: string, headers: Record<string, st
 
 const ascending = [...IDS].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
 
-for (const engine of ENGINES) {
+for (const engine of ENGINES_AND_POOLER) {
   describe(`select: ids when asked for (${engine.name})`, { skip: engine.skip }, () => {
     const s = realServer(engine);
     before(async () => {
