@@ -40,6 +40,17 @@ export function diskFault(error: unknown): 'full' | 'io' | null {
   return typeof code === 'string' && code.startsWith('SQLITE_IOERR') ? 'io' : null;
 }
 
+/**
+ * A database error as a log line's `reason`: its message, and where to look when the message alone
+ * does not say (PgBouncer's refusals name no cause; its own log does).
+ */
+export function databaseReason(error: unknown): string {
+  const message = (error as Error).message;
+  return /bouncer config error/i.test(message)
+    ? `${message}: PgBouncer's own settings cannot serve this login (such as auth_type = any without user= on the database's line, or an auth_user or auth_dbname it cannot use); PgBouncer's log names the cause (docs/pgbouncer.md)`
+    : message;
+}
+
 /** What the 503 for an unavailable store says: the cause when the client can do something with it. */
 export function unavailableMessage(error: unknown): string {
   switch (diskFault(error)) {

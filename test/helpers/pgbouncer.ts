@@ -1,8 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { assertPresent, PGBOUNCER } from './binaries.js';
 import { freePort } from './ports.js';
 
@@ -65,22 +66,87 @@ export interface Pgbouncer {
 /**
  * Starts a PgBouncer in front of `target` (a postgres:// URL) with `poolSize` server connections per
  * database: fewer than the clients' connections, so that consecutive transactions of one client
- * connection do run on different server connections, as in production.
+ * connection do run on different server connections, as in production. `settings` are lines added
+ * to its `[pgbouncer]` section (a later line wins).
  */
-export async function startPgbouncer(target: string, { poolSize = 4 } = {}): Promise<Pgbouncer> {
-  assertPresent(PGBOUNCER);
+export async function startPgbouncer(target: string, { poolSize = 4, settings = '' } = {}): Promise<Pgbouncer> {
   const url = new URL(target);
+  return launch(async (dir) => {
+    const port = await freePort();
+    writeFileSync(join(dir, 'users.txt'), `"${decodeURIComponent(url.username || 'postgres')}" ""\n`, { mode: 0o644 });
+    writeFileSync(join(dir, 'pgbouncer.log'), '');
+    chmodSync(join(dir, 'pgbouncer.log'), 0o666); // written by `nobody` when started as root
+    // PgBouncer will not run as root; as root it is told to become `nobody`, who must read these files.
+    return { port, ini: ini(url, port, dir, poolSize) + settings, asRoot: ['-u', 'nobody'] };
+  });
+}
+
+const PAGE = fileURLToPath(new URL('../../docs/pgbouncer.md', import.meta.url));
+
+/**
+ * The PgBouncer of docs/pgbouncer.md, run as the page says: its `pgbouncer.ini` and `userlist.txt`
+ * as written, but for the reader's own names (PostgreSQL's host and port, the database, the
+ * listening port, the files' folder, the user), started as `postgres` when run as root. It serves
+ * the page's database name, `plants`, for `database` on `target`'s server.
+ */
+export async function startPagePgbouncer(target: string, database: string): Promise<Pgbouncer & { password: string }> {
+  const page = readFileSync(PAGE, 'utf8');
+  const written = /^```ini\n([\s\S]*?)^```/m.exec(page)?.[1];
+  const userlist = /^echo '("plants" "([^"]*)")' > \/etc\/pgbouncer\/userlist\.txt$/m.exec(page);
+  if (written === undefined || userlist === null)
+    throw new Error('docs/pgbouncer.md has no pgbouncer.ini or userlist.txt');
+  const url = new URL(target);
+  const user = decodeURIComponent(url.username || 'postgres');
+  const bouncer = await launch(async (dir) => {
+    const port = await freePort();
+    const path = join(dir, 'userlist.txt');
+    writeFileSync(path, `${userlist[1]!.replace('"plants"', JSON.stringify(user))}\n`, { mode: 0o600 });
+    if (process.getuid?.() === 0) chownSync(path, postgresUser().uid, postgresUser().gid);
+    const config = written
+      .replace(
+        'host=postgres port=5432 dbname=plants',
+        `host=${url.hostname} port=${url.port || 5432} dbname=${database}`,
+      )
+      .replace('listen_port = 6432', `listen_port = ${port}`)
+      .replace('auth_file = /etc/pgbouncer/userlist.txt', `auth_file = ${path}`);
+    return { port, ini: config, asUser: process.getuid?.() === 0 ? postgresUser() : undefined };
+  });
+  return { ...bouncer, password: userlist[2]! };
+}
+
+/** Debian's `postgres` user, whom the page's PgBouncer runs as. */
+function postgresUser(): { uid: number; gid: number } {
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+/**
+ * Writes a configuration `configure` gives into a folder of its own and starts PgBouncer on it,
+ * as `asUser` (as `sudo -u` would) or told `asRoot`'s flags when this process is root; resolves once
+ * it accepts connections. Its output (or `logfile`) is kept for the errors.
+ */
+async function launch(
+  configure: (
+    dir: string,
+  ) => Promise<{ port: number; ini: string; asRoot?: string[]; asUser?: { uid: number; gid: number } }>,
+): Promise<Pgbouncer> {
+  assertPresent(PGBOUNCER);
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-pgbouncer-'));
-  // PgBouncer will not run as root; as root it is told to become `nobody`, who must read these files.
   chmodSync(dir, 0o755);
-  const port = await freePort();
-  writeFileSync(join(dir, 'users.txt'), `"${decodeURIComponent(url.username || 'postgres')}" ""\n`, { mode: 0o644 });
-  writeFileSync(join(dir, 'pgbouncer.ini'), ini(url, port, dir, poolSize), { mode: 0o644 });
-  writeFileSync(join(dir, 'pgbouncer.log'), '');
-  chmodSync(join(dir, 'pgbouncer.log'), 0o666); // written by `nobody` when started as root
-  const asRoot = process.getuid?.() === 0 ? ['-u', 'nobody'] : [];
-  const launch = () => spawn(BINARY, [...asRoot, join(dir, 'pgbouncer.ini')], { stdio: 'ignore' });
-  let child = launch();
+  const { port, ini: config, asRoot = [], asUser } = await configure(dir);
+  const iniPath = join(dir, 'pgbouncer.ini');
+  writeFileSync(iniPath, config, { mode: 0o644 });
+  const root = process.getuid?.() === 0;
+  const args = asUser !== undefined || !root ? [iniPath] : [...asRoot, iniPath];
+  let printed = '';
+  const start = () => {
+    const child = spawn(BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'], ...asUser });
+    child.stderr!.on('data', (chunk: Buffer) => (printed += chunk.toString()));
+    child.unref();
+    (child.stderr as unknown as { unref(): void }).unref();
+    return child;
+  };
+  let child = start();
   const failedToStart = (started: ChildProcess) =>
     new Promise<never>((_, reject) =>
       started.once('error', (error) =>
@@ -95,12 +161,11 @@ export async function startPgbouncer(target: string, { poolSize = 4 } = {}): Pro
     rmSync(dir, { recursive: true, force: true });
   };
   process.once('exit', stop);
-  child.unref();
   const log = () => {
     try {
-      return readFileSync(join(dir, 'pgbouncer.log'), 'utf8');
+      return printed + readFileSync(join(dir, 'pgbouncer.log'), 'utf8');
     } catch {
-      return '';
+      return printed;
     }
   };
   try {
@@ -115,8 +180,7 @@ export async function startPgbouncer(target: string, { poolSize = 4 } = {}): Pro
     killed.kill('SIGKILL');
     await exited;
     await new Promise((resolve) => setTimeout(resolve, downMs));
-    child = launch();
-    child.unref();
+    child = start();
     await Promise.race([accepting(port, child, log), failedToStart(child)]);
   };
   return { port, stop, restart };

@@ -1,6 +1,6 @@
 import { answerWithin } from '../../deadline.js';
 import type { Storage, StoreReport } from '../types.js';
-import { DatabaseUnavailable, databaseTimedOut, isStorageUnavailable } from '../unavailable.js';
+import { DatabaseUnavailable, databaseReason, databaseTimedOut, isStorageUnavailable } from '../unavailable.js';
 
 /**
  * What the store knows of the database's reachability: since when it has not answered (null while
@@ -25,7 +25,7 @@ export class Reachability {
     if (!this.startsOutage()) return;
     this.report.log(
       'warn',
-      { reason: (error as Error).message },
+      { reason: databaseReason(error) },
       'database: not answering; requests get 503 until it does',
     );
   }

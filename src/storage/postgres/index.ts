@@ -1,6 +1,6 @@
 import { lateReport } from '../late-report.js';
 import type { Storage } from '../types.js';
-import { isStorageUnavailable } from '../unavailable.js';
+import { databaseReason, isStorageUnavailable } from '../unavailable.js';
 import { bounded, Reachability } from './bounded.js';
 import { DEFAULT_POOL_MAX, connect } from './connection.js';
 import { postgresEvents } from './events.js';
@@ -175,7 +175,7 @@ async function untilPrepared(prepare: () => Promise<void>, first: unknown, repor
   for (;;) {
     report.log(
       'warn',
-      { reason: (error as Error).message, retryInMs: delay },
+      { reason: databaseReason(error), retryInMs: delay },
       'database: not reachable at start; serving 503 until it answers',
     );
     await new Promise((resolve) => setTimeout(resolve, delay).unref());
