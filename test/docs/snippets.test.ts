@@ -22,21 +22,22 @@ import { registerEndpoint, WEBHOOK_TEST_ARGS } from '../helpers/webhooks.js';
 import { freePort } from '../helpers/ports.js';
 
 /**
- * Every snippet runs as copied, and again (issue 32): the client README's programs against a
- * fresh server, each twice, from a project of their own; and every shell line of the README,
- * docs/ and the client's README names a command a checkout has.
+ * Every example runs as copied: the README's, docs/'s and the client README's commands and programs
+ * in the order a reader meets them, twice on one store (a second run meets what the first left),
+ * the client's programs from a project of their own; and every shell line names a command a
+ * checkout has.
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 
 /** The fenced blocks of a Markdown file in one of `languages`, with the line each starts on. */
-function blocks(path: string, languages: string[]): Array<{ line: number; text: string }> {
-  const found: Array<{ line: number; text: string }> = [];
+function blocks(path: string, languages: string[]): Array<{ line: number; text: string; language: string }> {
+  const found: Array<{ line: number; text: string; language: string }> = [];
   const text = read(path);
   for (const match of text.matchAll(/^```(\w*)\n([\s\S]*?)^```/gm)) {
     if (!languages.includes(match[1]!)) continue;
-    found.push({ line: text.slice(0, match.index).split('\n').length, text: match[2]! });
+    found.push({ line: text.slice(0, match.index).split('\n').length, text: match[2]!, language: match[1]! });
   }
   return found;
 }
@@ -48,8 +49,8 @@ const PROGRAMS = blocks('client/README.md', ['js']).flatMap(({ text }) => {
 });
 
 /** A running program: its output so far, and its exit. */
-function launch(project: string, name: string, env: Record<string, string>) {
-  const child: ChildProcess = spawn(process.execPath, [name], { cwd: project, env: { ...process.env, ...env } });
+function launch(command: string[], cwd: string, env: Record<string, string>) {
+  const child: ChildProcess = spawn(command[0]!, command.slice(1), { cwd, env: { ...process.env, ...env } });
   const output = { stdout: '', stderr: '' };
   child.stdout!.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
@@ -57,37 +58,179 @@ function launch(project: string, name: string, env: Record<string, string>) {
   return { child, output, exited };
 }
 
-describe("the client README's programs run as copied, twice, against a fresh server", { timeout: 180_000 }, () => {
+/** The pages in the order the README's index lists them, the README first and the client's last. */
+const READING_ORDER = [
+  'README.md',
+  ...[...read('README.md').matchAll(/^\| \[(docs\/[\w-]+\.md)\]/gm)].map((m) => m[1]!),
+  'client/README.md',
+];
+
+/** The languages of examples to run; the other blocks are configurations, outputs and SQL. */
+const RUNNABLE = ['sh', 'js', 'ts'];
+
+/**
+ * The runnable-looking blocks a test cannot run as copied, each named by its page and a line of it,
+ * with why. Every other sh, js and ts block runs.
+ */
+const NOT_RUN: Array<{ path: string; line: string; why: string }> = [
+  { path: 'README.md', line: 'npm install && npm start', why: 'installs and starts the server the others run against' },
+  { path: 'README.md', line: 'npm start -- --port 9000', why: 'starts a server' },
+  { path: 'README.md', line: 'npm test', why: 'the whole suite: this test is part of it' },
+  { path: 'docs/finding-plants.md', line: 'const stored = await store.addPlants', why: 'continues the program above' },
+  { path: 'docs/change-feed.md', line: 'curl -N -H', why: 'follows the feed until interrupted' },
+  {
+    path: 'docs/change-feed.md',
+    line: '-H "Last-Event-ID',
+    why: 'follows the feed until interrupted, from an example cursor',
+  },
+  {
+    path: 'docs/change-feed.md',
+    line: 'saveCursor(event.cursor)',
+    why: 'follows the feed until stopped, into your own saveCursor',
+  },
+  {
+    path: 'docs/webhooks.md',
+    line: '# 1. the server',
+    why: 'starts a server and a receiver (test/webhooks runs the recipe)',
+  },
+  {
+    path: 'docs/webhooks.md',
+    line: "import { Webhook } from 'standardwebhooks'",
+    why: 'a receiver that serves until stopped',
+  },
+  { path: 'docs/jwt.md', line: 'token revoke tok_Xo2', why: "a token's id of the reader's own" },
+  { path: 'docs/jwt.md', line: 'YOUR_TENANT', why: "the reader's identity provider" },
+  { path: 'docs/jwt.md', line: 'sso.example.com', why: "the reader's identity provider" },
+  { path: 'docs/browsers.md', line: '--cors-origins', why: 'starts a server' },
+  { path: 'docs/operating.md', line: 'node dist/cli.js serve', why: 'starts a server' },
+  {
+    path: 'docs/operating.md',
+    line: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    why: "starts a server exporting to the reader's collector",
+  },
+  {
+    path: 'docs/postgres.md',
+    line: 'db.internal',
+    why: "the reader's PostgreSQL (test/storage runs the same settings)",
+  },
+  {
+    path: 'docs/pgbouncer.md',
+    line: 'pgbouncer',
+    why: "the reader's PgBouncer (test/docs/pgbouncer-page.test.ts runs the page's)",
+  },
+  { path: 'docs/data.md', line: 'db.internal', why: "the reader's PostgreSQL (test/cli runs copy and backup)" },
+  { path: 'docs/data.md', line: 'plant-store-backups', why: "the reader's SQLite store (test/cli runs backup)" },
+  { path: 'docs/data.md', line: 'plant_search_keys', why: "repairs the reader's SQLite store (test/storage runs it)" },
+  {
+    path: 'client/README.md',
+    line: 'npm install /path/to/plant-store/client',
+    why: "installs into the reader's project: the test links it so",
+  },
+  {
+    path: 'client/README.md',
+    line: 'receiver.mjs',
+    why: 'a receiver that serves until stopped: run below, with an endpoint',
+  },
+];
+
+/** An example to run: its page, the line its block starts on, and how. */
+interface Example {
+  path: string;
+  line: number;
+  language: string;
+  text: string;
+}
+
+const EXAMPLES: Example[] = READING_ORDER.flatMap((path) =>
+  blocks(path, RUNNABLE).flatMap(({ line, text, language }) =>
+    NOT_RUN.some((skip) => skip.path === path && text.includes(skip.line)) ? [] : [{ path, line, language, text }],
+  ),
+);
+
+/** The statuses of the errors an output shows: `{"error":404,...}` bodies and `HTTP/1.1 404` lines. */
+function errorStatuses(output: string): string[] {
+  return [...output.matchAll(/"error":\s*(\d{3})|^HTTP\/[\d.]+ ([45]\d\d)/gm)].map((m) => m[1] ?? m[2]!);
+}
+
+describe(
+  'every example of the README, docs/ and the client README runs as copied, in reading order, twice on one store',
+  { timeout: 300_000 },
+  () => {
+    const s = realServer(sqlite, WEBHOOK_TEST_ARGS);
+    let project = '';
+
+    before(() => {
+      // A project of its own, with the client linked in as `npm install /path/to/plant-store/client` does.
+      project = mkdtempSync(join(tmpdir(), 'plant-store-readme-'));
+      writeFileSync(
+        join(project, 'package.json'),
+        '{ "name": "readme-programs", "type": "module", "private": true }\n',
+      );
+      mkdirSync(join(project, 'node_modules'));
+      symlinkSync(join(ROOT, 'client'), join(project, 'node_modules', 'plant-store-client'), 'dir');
+    });
+    after(() => rmSync(project, { recursive: true, force: true }));
+
+    it('names every block it does not run, and each of those names a block', () => {
+      const all = READING_ORDER.flatMap((path) => blocks(path, RUNNABLE).map((block) => ({ path, ...block })));
+      for (const skip of NOT_RUN) {
+        assert.ok(
+          all.some(({ path, text }) => path === skip.path && text.includes(skip.line)),
+          `${skip.path}: no block holds ${JSON.stringify(skip.line)} any more`,
+        );
+      }
+      assert.ok(EXAMPLES.length >= 12, `only ${EXAMPLES.length} examples found to run`);
+      assert.deepEqual(
+        PROGRAMS.map((p) => p.name),
+        ['plants.mjs', 'finding.mjs', 'ids.mjs', 'batch.mjs', 'follow.mjs', 'receiver.mjs'],
+      );
+    });
+
+    for (const run of [1, 2]) {
+      it(`run ${run}: each example in turn ends well and shows only the errors its page shows`, async () => {
+        const env = { TOKEN: s.token, PLANT_STORE_URL: s.url, PLANT_STORE_TOKEN: s.token };
+        // The pages' server is on 8080 and their token a placeholder: those are the reader's, here the test's.
+        const local = (text: string) =>
+          text.replaceAll('http://127.0.0.1:8080', s.url).replace(/^TOKEN=pst_\S*/m, 'TOKEN=$TOKEN');
+        for (const example of EXAMPLES) {
+          const where = `${example.path}:${example.line} (run ${run})`;
+          const file = join(
+            project,
+            /^\/\/ (\w+\.mjs):/.exec(example.text)?.[1] ?? `example-${example.line}.${example.language}`,
+          );
+          writeFileSync(file, local(example.text));
+          const command =
+            example.language === 'sh'
+              ? ['bash', '-e', '-o', 'pipefail', file]
+              : example.language === 'ts'
+                ? [process.execPath, '--import', import.meta.resolve('tsx'), file]
+                : [process.execPath, file];
+          const program = launch(command, project, env);
+          const code = await program.exited;
+          const shown = `${where}:\n${program.output.stdout}${program.output.stderr}`;
+          assert.equal(code, 0, shown);
+          assert.equal(program.output.stderr.replace(/^\s*% Total[\s\S]*$/m, ''), '', shown);
+          const documented = new Set(errorStatuses(example.text));
+          const unexpected = errorStatuses(program.output.stdout).filter((status) => !documented.has(status));
+          assert.deepEqual(unexpected, [], `errors the page does not show, ${shown}`);
+        }
+      });
+    }
+  },
+);
+
+describe("the client README's receiver verifies deliveries", () => {
   const s = realServer(sqlite, WEBHOOK_TEST_ARGS);
   let project = '';
 
   before(() => {
-    // A project of its own, with the client linked in as `npm install /path/to/plant-store/client` does.
-    project = mkdtempSync(join(tmpdir(), 'plant-store-readme-'));
-    writeFileSync(join(project, 'package.json'), '{ "name": "readme-programs", "type": "module", "private": true }\n');
+    project = mkdtempSync(join(tmpdir(), 'plant-store-receiver-'));
+    writeFileSync(join(project, 'package.json'), '{ "name": "readme-receiver", "type": "module", "private": true }\n');
     mkdirSync(join(project, 'node_modules'));
     symlinkSync(join(ROOT, 'client'), join(project, 'node_modules', 'plant-store-client'), 'dir');
-    for (const { name, text } of PROGRAMS) writeFileSync(join(project, name), text);
+    writeFileSync(join(project, 'receiver.mjs'), PROGRAMS.find((p) => p.name === 'receiver.mjs')!.text);
   });
   after(() => rmSync(project, { recursive: true, force: true }));
-
-  it('finds the programs: plants, finding, ids, batch, follow and receiver', () => {
-    assert.deepEqual(
-      PROGRAMS.map((p) => p.name),
-      ['plants.mjs', 'finding.mjs', 'ids.mjs', 'batch.mjs', 'follow.mjs', 'receiver.mjs'],
-    );
-  });
-
-  for (const name of ['plants.mjs', 'finding.mjs', 'ids.mjs', 'batch.mjs', 'follow.mjs']) {
-    it(`runs ${name} twice, each time to exit 0 with nothing on standard error`, async () => {
-      for (const run of [1, 2]) {
-        const program = launch(project, name, { PLANT_STORE_URL: s.url, PLANT_STORE_TOKEN: s.token });
-        const code = await program.exited;
-        assert.equal(code, 0, `run ${run}: ${program.output.stderr}`);
-        assert.equal(program.output.stderr, '', `run ${run}`);
-      }
-    });
-  }
 
   it('runs receiver.mjs twice, each time verifying a delivery of a new plant', async () => {
     for (const run of [1, 2]) {
@@ -96,7 +239,10 @@ describe("the client README's programs run as copied, twice, against a fresh ser
         url: `http://127.0.0.1:${port}/hooks/plants`,
         events: ['plant.created'],
       })) as unknown as { secret: string };
-      const receiver = launch(project, 'receiver.mjs', { PORT: String(port), PLANT_STORE_WEBHOOK_SECRET: secret });
+      const receiver = launch([process.execPath, 'receiver.mjs'], project, {
+        PORT: String(port),
+        PLANT_STORE_WEBHOOK_SECRET: secret,
+      });
       try {
         const id = 700 + run;
         assert.equal((await postPlant(s.url, s.token, { id, name: `Calathea ${run}` })).status, 200);
@@ -127,7 +273,23 @@ const MARKDOWN = [
 
 /** What a reader has beside the checkout: the shell, curl and the tools the pages name. */
 const PROGRAMS_ON_PATH = new Set([
-  ...['cd', 'export', 'mkdir', 'kill', 'echo', 'cat', 'tr', 'awk', 'date', 'sleep', 'jq', '['],
+  ...[
+    'cd',
+    'export',
+    'mkdir',
+    'kill',
+    'echo',
+    'cat',
+    'tr',
+    'awk',
+    'date',
+    'sleep',
+    'jq',
+    '[',
+    'chown',
+    'chmod',
+    'sudo',
+  ],
   ...['curl', 'node', 'npm', 'npx', 'pg_dump', 'pg_restore', 'createdb', 'psql', 'redis-cli'],
 ]);
 /** Words that only shape the line: the command is the word after them. */
