@@ -19,19 +19,14 @@ export type PlantField = keyof Schemas['SelectedPlant'] & keyof PlantWithId;
  */
 export type PlantRead<Fields extends PlantField = never> = [Fields] extends [never] ? Plant : Pick<PlantWithId, Fields>;
 
-export interface NewPlant {
-  id: Int64;
-  name: Schemas['NewPlant']['name'];
-  tag?: Schemas['NewPlant']['tag'];
-}
+/** A generated shape's named properties, without the index signature its `additionalProperties` adds. */
+type Named<T> = { [K in keyof T as string extends K ? never : K]: T[K] };
 
-export interface PlantPatch {
-  name?: Schemas['PlantPatch']['name'];
-  /** `null` removes the tag. */
-  tag?: Schemas['PlantPatch']['tag'];
-  /** When present, must equal the path's id. */
-  id?: Int64;
-}
+/** A plant to create: the served `NewPlant`, its id a `bigint` (or a safe `number`). */
+export type NewPlant = Omit<Named<Schemas['NewPlant']>, 'id'> & { id: Int64 };
+
+/** A JSON merge patch of a plant: the served `PlantPatch`, its id (which must equal the path's) exact. */
+export type PlantPatch = Omit<Named<Schemas['PlantPatch']>, 'id'> & { id?: Int64 };
 
 export interface PlantPage<P = Plant> {
   plants: P[];
