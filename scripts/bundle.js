@@ -5,8 +5,8 @@
  * plus the chunks they share or load late.
  *
  * Why: Node 20 loads an ES module graph file by file, and the server's was about 1,000 files
- * (TypeBox alone 250, then ajv, yaml, Fastify). A start from the bundle takes 0.62 of the CPU of a
- * start module by module (docs/operating.md, "The production command"). The code is the same:
+ * (TypeBox alone 250, then ajv, yaml, Fastify); a start from the bundle takes less CPU (measured in
+ * bench/analysis.md, "the server bundled"; docs/operating.md, "The production command"). The code is the same:
  * tsc still type-checks it and writes the rest of dist/ module by module, which tests of single
  * modules import.
  *

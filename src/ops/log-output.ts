@@ -10,11 +10,10 @@ const MAX_BYTES_PER_UNIT = 3;
 /**
  * Log lines to a file descriptor, written in blocks: each line is encoded into a 32 KiB buffer at
  * once, and the buffer is written with one system call when the next line might not fit, every
- * 100 ms, and on exit (`flush`). At 20,000 requests a second that is one write every few
- * milliseconds instead of one per line. pino's sonic-boom did the same with 4 KiB blocks, but
- * measured the whole pending block in bytes at every line and encoded it again to write it, and
- * wrote eight times as often: costs paid on every request (bench/analysis.md). Only a SIGKILL loses lines: at
- * most the last 100 ms.
+ * 100 ms, and on exit (`flush`): one write per block instead of one per line. pino's sonic-boom did
+ * the same with smaller blocks, but measured the whole pending block in bytes at every line and
+ * encoded it again to write it: costs paid on every request (bench/analysis.md has the figures).
+ * Only a SIGKILL loses lines: at most the last FLUSH_EVERY_MS.
  */
 export class LogOutput {
   private readonly block = Buffer.allocUnsafe(BLOCK_BYTES);
