@@ -37,7 +37,9 @@ class StoreClock {
   run(): void {
     if (this.timer !== null || this.signal.aborted) return;
     this.since = performance.now();
-    this.timer = setTimeout(() => this.controller.abort(databaseTimedOut(this.timeoutMs)), Math.max(0, this.leftMs));
+    const abort = () => this.controller.abort(databaseTimedOut(this.timeoutMs));
+    // Unref'd: a request left behind (its client gone before any answer) keeps no stopping process alive.
+    this.timer = setTimeout(abort, Math.max(0, this.leftMs)).unref();
   }
 
   pause(): void {
