@@ -50,6 +50,20 @@ class StoreClock {
   }
 }
 
+/** Each request's clock, while it has one. */
+const clocks = new WeakMap<FastifyRequest, StoreClock>();
+
+/**
+ * `wait`, the request's clock stopped meanwhile: for a wait that is not on the database (a JWT's on
+ * its identity provider, bounded by its own timeout), which must not spend the database's time.
+ */
+export function apartFromDeadline<T>(request: FastifyRequest, wait: Promise<T>): Promise<T> {
+  const clock = clocks.get(request);
+  if (clock === undefined) return wait;
+  clock.pause();
+  return wait.finally(() => clock.run());
+}
+
 /**
  * The contract's bound on a request that needs the database: answered within `--database-timeout`
  * (plus 1 s), 503 otherwise. One request can wait on the store several times, one after another (its
@@ -65,7 +79,6 @@ class StoreClock {
 export function requestDeadline(app: FastifyInstance, timeoutMs: number | undefined): void {
   app.decorateRequest('deadline', null);
   if (timeoutMs === undefined) return;
-  const clocks = new WeakMap<FastifyRequest, StoreClock>();
   const start: onRequestHookHandler = (request, _reply, done) => {
     const clock = new StoreClock(timeoutMs);
     clocks.set(request, clock);
