@@ -24,7 +24,7 @@ import { rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import { notFoundOrWrongMethod } from './http/routing.js';
 import { sharedSerializers } from './http/shared-serializers.js';
-import { storeDeadline } from './http/store-deadline.js';
+import { requestDeadline } from './http/request-deadline.js';
 import { gracefulStop } from './ops/graceful-stop.js';
 import { health } from './ops/health.js';
 import { LogOutput } from './ops/log-output.js';
@@ -153,7 +153,7 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
     jwt: jwtIsOn(config) ? (await import('./auth/jwt.js')).jwtVerifier(config) : undefined,
     failureLimit: config.authFailureLimit,
   });
-  if (storage.timeoutMs !== undefined) storeDeadline(app, storage.timeoutMs);
+  requestDeadline(app, storage.timeoutMs);
   await app.register(rateLimit, {
     rateLimit: config.rateLimit,
     redisUrl: config.redisUrl,

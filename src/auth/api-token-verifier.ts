@@ -1,9 +1,8 @@
 import { performance } from 'node:perf_hooks';
-import { answerWithin } from '../deadline.js';
+import { untilAborted } from '../deadline.js';
 import { tokenLookups } from '../ops/metrics.js';
 import type { Storage } from '../storage/types.js';
 import type { TokenRecord } from '../storage/types/tokens.js';
-import { databaseTimedOut } from '../storage/unavailable.js';
 import { invalidToken } from './errors.js';
 import { hashSecret } from './api-tokens.js';
 import type { Verifier } from './bearer.js';
@@ -115,14 +114,16 @@ export function apiTokenVerifier(storage: Storage): Verifier {
     return true;
   }
 
-  function answer(hash: string, now: number): Caller | Promise<Caller> {
+  function answer(hash: string, now: number): Promise<Caller> {
     return lookup(hash, now).then((entry) => {
       if (entry === null) throw invalidToken('unknown token');
       return check(entry);
     });
   }
 
-  const verify: Verifier = (secret, mayLookUp) => {
+  // A stale entry's answer can take two calls one after the other (the tokens' version, then the
+  // token): together they wait no longer than the request's deadline.
+  return (secret, mayLookUp, deadline) => {
     const now = performance.now();
     const hash = hashSecret(secret);
     const hit = known.get(hash);
@@ -134,7 +135,7 @@ export function apiTokenVerifier(storage: Storage): Verifier {
     const stale = hit ?? miss;
     if (stale === undefined || stale.version === null) {
       void currentVersion(now);
-      return answer(hash, now);
+      return untilAborted(answer(hash, now), deadline);
     }
     const current = currentVersion(now);
     const settle = (version: Probe | null) => {
@@ -142,14 +143,10 @@ export function apiTokenVerifier(storage: Storage): Verifier {
       if (hit === undefined) throw invalidToken('unknown token');
       return check(hit);
     };
-    return current instanceof Promise ? current.then(settle) : settle(current);
-  };
-  const { timeoutMs } = storage;
-  if (timeoutMs === undefined) return verify;
-  // A stale entry's answer can take two calls one after the other (the tokens' version, then the
-  // token): together they wait no longer than one may (http/store-deadline.ts).
-  return (secret, mayLookUp) => {
-    const caller = verify(secret, mayLookUp);
-    return caller instanceof Promise ? answerWithin(caller, timeoutMs, () => databaseTimedOut(timeoutMs)) : caller;
+    if (!(current instanceof Promise)) {
+      const caller = settle(current);
+      return caller instanceof Promise ? untilAborted(caller, deadline) : caller;
+    }
+    return untilAborted(current.then(settle), deadline);
   };
 }

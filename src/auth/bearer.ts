@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
+import { apartFromDeadline } from '../http/request-deadline.js';
 import { authFailures } from '../ops/metrics.js';
 import { TOKEN_PREFIX } from './api-tokens.js';
 import { AuthError, insufficientScope, invalidToken, missingCredentials } from './errors.js';
@@ -12,11 +13,6 @@ declare module 'fastify' {
     caller: Caller | null;
     /** The caller's account: set before anything else of a route that declares a `scope` runs. */
     account: string;
-    /**
-     * How long authenticating the request waited on the store (an API token's lookup), in ms: 0 when
-     * it was answered from memory, or by a JWT (whose wait is on the identity provider).
-     */
-    storeWaitedMs: number;
   }
   interface FastifyContextConfig {
     /** The scope the route needs: its requests are authenticated and authorized first (one onRequest hook). */
@@ -34,9 +30,14 @@ declare module 'fastify' {
 /**
  * A caller at once when the answer is known in memory, else a promise of one; throws (or rejects)
  * with a 401. `mayLookUp` says whether a token this process does not know to be good may still be
- * looked up: not while the client is over its limit of failed authentications.
+ * looked up: not while the client is over its limit of failed authentications. A lookup in the
+ * store waits no longer than `deadline` (the request's: http/request-deadline.ts), when there is one.
  */
-export type Verifier = (token: string, mayLookUp: () => boolean) => Caller | Promise<Caller>;
+export type Verifier = (
+  token: string,
+  mayLookUp: () => boolean,
+  deadline: AbortSignal | null,
+) => Caller | Promise<Caller>;
 
 export interface BearerOptions {
   apiToken: Verifier;
@@ -68,9 +69,9 @@ export function requireScope(request: FastifyRequest, scope: Scope): void {
   throw insufficientScope(scope);
 }
 
-function authenticate(token: string, verifiers: BearerOptions, mayLookUp: () => boolean) {
-  if (token.startsWith(TOKEN_PREFIX)) return verifiers.apiToken(token, mayLookUp);
-  if (verifiers.jwt && JWT_SHAPE.test(token)) return verifiers.jwt(token, mayLookUp);
+function authenticate(token: string, verifiers: BearerOptions, mayLookUp: () => boolean, deadline: AbortSignal | null) {
+  if (token.startsWith(TOKEN_PREFIX)) return verifiers.apiToken(token, mayLookUp, deadline);
+  if (verifiers.jwt && JWT_SHAPE.test(token)) return verifiers.jwt(token, mayLookUp, deadline);
   throw invalidToken('unknown token');
 }
 
@@ -88,8 +89,10 @@ async function bearerPlugin(app: FastifyInstance, options: BearerOptions) {
 
   app.decorateRequest('caller', null);
   app.decorateRequest('account', '');
-  app.decorateRequest('storeWaitedMs', 0);
-  app.decorate('recheckCaller', (request: FastifyRequest) => authenticate(bearerToken(request), options, () => true));
+  // A recheck of a stream's token is past its request's deadline: the store bounds each of its calls.
+  app.decorate('recheckCaller', (request: FastifyRequest) =>
+    authenticate(bearerToken(request), options, () => true, null),
+  );
   // Callback-style: most requests carry a token checked in the last moment, answered without a promise.
   const requireScope =
     (scope: Scope): onRequestHookHandler =>
@@ -105,19 +108,17 @@ async function bearerPlugin(app: FastifyInstance, options: BearerOptions) {
       let caller: Caller | Promise<Caller>;
       try {
         token = bearerToken(request);
-        caller = authenticate(token, options, () => failures === undefined || !failures.isOver(request.ip));
+        const mayLookUp = () => failures === undefined || !failures.isOver(request.ip);
+        caller = authenticate(token, options, mayLookUp, request.deadline);
       } catch (error) {
         return refuse(error);
       }
       if (!(caller instanceof Promise)) return authorize(caller);
-      if (!token.startsWith(TOKEN_PREFIX)) return void caller.then(authorize, refuse);
-      const since = performance.now();
-      caller.then((known) => {
-        request.storeWaitedMs = performance.now() - since;
-        authorize(known);
-      }, refuse);
+      // A JWT's wait is on its identity provider: not the database's time.
+      (token.startsWith(TOKEN_PREFIX) ? caller : apartFromDeadline(request, caller)).then(authorize, refuse);
     };
-  // A route that declares a scope gets the check as its first onRequest hook (after the app's).
+  // A route that declares a scope gets the check as its first onRequest hook (after the app's, and
+  // after the start of its deadline: http/request-deadline.ts).
   app.addHook('onRoute', (route) => {
     const scope = route.config?.scope;
     if (scope === undefined) return;

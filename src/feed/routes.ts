@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { untilAborted } from '../deadline.js';
 import { HttpError } from '../errors.js';
 import { errorResponses, TAGS } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
@@ -71,7 +72,7 @@ export async function feedRoutes(app: FastifyInstance, { storage, cursors, hub }
           : request.query.after !== undefined
             ? [request.query.after, 'after']
             : null;
-      const head = await storage.feedHead(account);
+      const head = await untilAborted(storage.feedHead(account), request.deadline);
       await cursors.ready();
       let position = head.lastSeq;
       if (given !== null) {
@@ -85,9 +86,8 @@ export async function feedRoutes(app: FastifyInstance, { storage, cursors, hub }
           );
         }
       }
-      // Answered meanwhile (a 503 at the request's deadline: http/store-deadline.ts) or left by the
-      // client: no stream to open, since its response will never close it.
-      if (reply.sent || request.raw.socket.destroyed) return reply;
+      // Left by the client meanwhile: no stream to open, since its response will never close it.
+      if (request.raw.socket.destroyed) return reply;
       const stream = hub.open(account, position, reply.raw, {
         credential: request.headers.authorization ?? '',
         recheck: () => app.recheckCaller(request),

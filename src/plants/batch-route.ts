@@ -35,6 +35,6 @@ export function batchRoute(fastify: FastifyInstance, plants: PlantService) {
         },
       },
     },
-    async (request) => plants.createMany(request.account, request.body),
+    async (request) => plants.createMany(request.account, request.body, request.deadline),
   );
 }

@@ -63,13 +63,13 @@ export function listRoute(app: FastifyInstance, plants: PlantService) {
       },
     },
     async (request, reply) => {
-      const { account } = request;
+      const { account, deadline } = request;
       const { limit } = request.query;
       const listing = listRequest(request.query);
       // Counted once the cursor has been judged (a refusal carries no count), beside the rows.
       const count = async () => {
         if (!prefersExactCount(request.headers.prefer)) return;
-        const total = await plants.count(account, listing.filter);
+        const total = await plants.count(account, listing.filter, deadline);
         reply.header('x-total-count', String(total)).header('preference-applied', 'count=exact');
       };
       if (limit === undefined) {
@@ -77,7 +77,7 @@ export function listRoute(app: FastifyInstance, plants: PlantService) {
         await count();
         return reply.type(JSON_CONTENT_TYPE).send(Readable.from(jsonArray(chunks, listing.selection)));
       }
-      const page = await plants.page(account, limit, listing);
+      const page = await plants.page(account, limit, listing, deadline);
       await count();
       if (page.next !== null) reply.header('link', nextLink(request, page.next));
       return reply.type(JSON_CONTENT_TYPE).send(pageBody(page, listing.selection));

@@ -67,7 +67,7 @@ async function plantRoutesPlugin(fastify: FastifyInstance, { plants }: { plants:
         },
       },
     },
-    async (request, reply) => withEtag(reply, await plants.create(request.account, request.body)),
+    async (request, reply) => withEtag(reply, await plants.create(request.account, request.body, request.deadline)),
   );
   batchRoute(fastify, plants);
   listRoute(fastify, plants);
@@ -99,7 +99,7 @@ async function plantRoutesPlugin(fastify: FastifyInstance, { plants }: { plants:
       },
     },
     async (request, reply) => {
-      const plant = await plants.get(request.account, request.params.id);
+      const plant = await plants.get(request.account, request.params.id, request.deadline);
       const etag = etagOf(plant.revision);
       if (notModified(request.headers['if-none-match'], etag)) {
         return reply.code(304).header('etag', etag).header('cache-control', REVALIDATE).send();
@@ -134,9 +134,10 @@ async function plantRoutesPlugin(fastify: FastifyInstance, { plants }: { plants:
       },
     },
     async (request, reply) => {
-      const { account } = request;
+      const { account, deadline } = request;
       const precondition = ifMatch(request.headers['if-match']);
-      return reply.send(withEtag(reply, await plants.update(account, request.params.id, request.body, precondition)));
+      const plant = await plants.update(account, request.params.id, request.body, precondition, deadline);
+      return reply.send(withEtag(reply, plant));
     },
   );
 
@@ -160,7 +161,7 @@ async function plantRoutesPlugin(fastify: FastifyInstance, { plants }: { plants:
       },
     },
     async (request, reply) => {
-      await plants.remove(request.account, request.params.id, ifMatch(request.headers['if-match']));
+      await plants.remove(request.account, request.params.id, ifMatch(request.headers['if-match']), request.deadline);
       return reply.code(204).send();
     },
   );

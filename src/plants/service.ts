@@ -5,7 +5,8 @@ import { createsAcknowledged, plantsCreated, storageCommits, storageOperation } 
 import type { HistogramSeries } from '../ops/histogram.js';
 import { startStorageCall } from '../ops/timed.js';
 import type { NewPlant, Plant, PlantPatch } from '../schemas.js';
-import { groupCommit } from '../storage/group-commit.js';
+import { untilAborted } from '../deadline.js';
+import { groupCommit, type Write } from '../storage/group-commit.js';
 import type { PlantFilter, PlantListing, PlantOrder } from '../storage/plant-query.js';
 import type { Storage } from '../storage/types.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, Precondition, StoredPlant } from '../storage/types/plants.js';
@@ -30,11 +31,11 @@ function listingOf(request: ListRequest): PlantListing {
   return { ...shape, after: request.cursor === undefined ? null : decodeCursor(shape, request.cursor) };
 }
 
-/** Runs one storage call, timed (ops/timed.ts). */
-async function timed<T>(operation: HistogramSeries, work: () => Promise<T>): Promise<T> {
+/** Runs one storage call, timed (ops/timed.ts), waiting for it no longer than the request's deadline. */
+async function timed<T>(operation: HistogramSeries, deadline: AbortSignal | null, work: () => Promise<T>): Promise<T> {
   const end = startStorageCall(operation);
   try {
-    const result = await work();
+    const result = await untilAborted(work(), deadline);
     end();
     return result;
   } catch (error) {
@@ -57,9 +58,12 @@ function appliedPlant(id: bigint, outcome: ChangeOutcome): StoredPlant {
   return outcome.plant;
 }
 
-/** The rules of the plants collection, above storage and below HTTP. */
+/**
+ * The rules of the plants collection, above storage and below HTTP. Each operation's `deadline` is
+ * its request's (http/request-deadline.ts): its waits on the store end there, with its 503.
+ */
 export class PlantService {
-  private readonly write: (change: PlantChange) => Promise<ChangeOutcome>;
+  private readonly write: Write;
   /** Null when the engine cannot tell when others commit (see FreshPages.of): then nothing is cached. */
   private readonly pages: FreshPages | null;
 
@@ -83,10 +87,10 @@ export class PlantService {
    * Stores the plant, or confirms a retry of it; a different plant under the same id is a 409.
    * Answers the stored plant, its revision that of the plant as stored (a retry's, the first create's).
    */
-  async create(account: string, input: NewPlant): Promise<StoredPlant> {
+  async create(account: string, input: NewPlant, deadline: AbortSignal | null): Promise<StoredPlant> {
     const plant: StoredPlant = { id: input.id, ...fieldsOf(input), revision: newRevision() };
-    const outcome = await timed(storageOperation.insert, () =>
-      this.write({ kind: 'create', account, plant, eventId: newEventId() }),
+    const outcome = await timed(storageOperation.insert, null, () =>
+      this.write({ kind: 'create', account, plant, eventId: newEventId() }, deadline),
     );
     const stored = appliedPlant(plant.id, outcome);
     if (outcome.status === 'unchanged' && !samePlant(stored, plant)) {
@@ -102,11 +106,11 @@ export class PlantService {
    * whose id the account holds with a different name or tag is a 409 naming its index. Items that
    * repeat a stored plant are replays. Answers the plants in the request's order.
    */
-  async createMany(account: string, inputs: NewPlant[]): Promise<Plant[]> {
+  async createMany(account: string, inputs: NewPlant[], deadline: AbortSignal | null): Promise<Plant[]> {
     const plants = inputs.map((input): StoredPlant => ({ id: input.id, ...fieldsOf(input), revision: newRevision() }));
     const eventIds = plants.map(() => newEventId());
-    const outcome = await timed(storageOperation.insert, () =>
-      this.write({ kind: 'create-many', account, plants, eventIds }),
+    const outcome = await timed(storageOperation.insert, null, () =>
+      this.write({ kind: 'create-many', account, plants, eventIds }, deadline),
     );
     if (outcome.status === 'conflict') {
       const { id } = plants[outcome.index]!;
@@ -118,15 +122,21 @@ export class PlantService {
     return outcome.plants.map(toPlant);
   }
 
-  async get(account: string, id: bigint): Promise<StoredPlant> {
+  async get(account: string, id: bigint, deadline: AbortSignal | null): Promise<StoredPlant> {
     await turnEnd();
-    const plant = await timed(storageOperation.get, () => this.storage.getPlant(account, id));
+    const plant = await timed(storageOperation.get, deadline, () => this.storage.getPlant(account, id));
     if (plant === null) throw noSuchPlant(id);
     return plant;
   }
 
   /** A JSON merge patch of the plant's fields; an update that changes nothing keeps the revision and reports no event. */
-  async update(account: string, id: bigint, patch: PlantPatch, precondition?: Precondition): Promise<StoredPlant> {
+  async update(
+    account: string,
+    id: bigint,
+    patch: PlantPatch,
+    precondition: Precondition | undefined,
+    deadline: AbortSignal | null,
+  ): Promise<StoredPlant> {
     if (patch.id !== undefined && patch.id !== id)
       throw new HttpError(400, `id in the body must equal the id in the path (${id})`);
     const set = Object.fromEntries(
@@ -134,25 +144,31 @@ export class PlantService {
     );
     const change: PlantChange = { kind: 'update', account, id, set, revision: newRevision(), eventId: newEventId() };
     if (precondition) change.precondition = precondition;
-    return appliedPlant(id, await timed(storageOperation.update, () => this.write(change)));
+    return appliedPlant(id, await timed(storageOperation.update, null, () => this.write(change, deadline)));
   }
 
-  async remove(account: string, id: bigint, precondition?: Precondition): Promise<void> {
+  async remove(
+    account: string,
+    id: bigint,
+    precondition: Precondition | undefined,
+    deadline: AbortSignal | null,
+  ): Promise<void> {
     const change: PlantChange = { kind: 'delete', account, id, eventId: newEventId() };
     if (precondition) change.precondition = precondition;
-    appliedPlant(id, await timed(storageOperation.delete, () => this.write(change)));
+    appliedPlant(id, await timed(storageOperation.delete, null, () => this.write(change, deadline)));
   }
 
-  async page(account: string, limit: number, request: ListRequest): Promise<Page> {
+  async page(account: string, limit: number, request: ListRequest, deadline: AbortSignal | null): Promise<Page> {
     const listing = listingOf(request);
     if (limit === 0) return { plants: [], next: null, shared: false };
     const load = () => this.readPage(account, listing, limit);
-    if (this.pages === null) return load();
-    return this.pages.page(account, listing, request.selection, limit, load);
+    if (this.pages === null) return untilAborted(load(), deadline);
+    // The cache may wait on the store too (the accounts' versions), before or instead of the page.
+    return untilAborted(this.pages.page(account, listing, request.selection, limit, load), deadline);
   }
 
   private async readPage(account: string, listing: PlantListing, limit: number): Promise<Page> {
-    const rows = await timed(storageOperation.list, () => this.storage.listPlants(account, listing, limit + 1));
+    const rows = await timed(storageOperation.list, null, () => this.storage.listPlants(account, listing, limit + 1));
     const more = rows.length > limit;
     const last = rows[limit - 1]!;
     return {
@@ -163,8 +179,8 @@ export class PlantService {
   }
 
   /** How many plants of the account match the filter, over all pages. */
-  count(account: string, filter: PlantFilter = {}): Promise<number> {
-    return timed(storageOperation.list, () => this.storage.countPlants(account, filter));
+  count(account: string, filter: PlantFilter, deadline: AbortSignal | null): Promise<number> {
+    return timed(storageOperation.list, deadline, () => this.storage.countPlants(account, filter));
   }
 
   /** Every plant of the listing from the cursor on; a bad cursor throws here, before any byte is sent. */

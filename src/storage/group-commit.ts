@@ -1,3 +1,4 @@
+import { untilAborted } from '../deadline.js';
 import type { Storage } from './types.js';
 import { outcomeUnknown } from './unavailable.js';
 import type { ChangeOutcome, PlantChange } from './types/plants.js';
@@ -41,9 +42,14 @@ export interface CommitObserver {
 
 interface Pending {
   change: PlantChange;
+  /** The request's deadline: once it aborts, the change is no one's to commit unless a commit holds it already. */
+  signal: AbortSignal | null;
   resolve: (outcome: ChangeOutcome) => void;
   reject: (error: unknown) => void;
 }
+
+/** A change enqueued, answered once its commit is durable; `signal` its request's deadline (none: no deadline). */
+export type Write = (change: PlantChange, signal?: AbortSignal | null) => Promise<ChangeOutcome>;
 
 /**
  * Group commit: concurrent creates, updates and deletes share one transaction and one durable sync.
@@ -65,13 +71,18 @@ interface Pending {
  * after the commit that holds its change (and the webhook events it queued) is durable. If a batch
  * fails, its changes are retried one by one, so a change that is valid on its own never fails
  * because of a neighbour; unless its outcome is unknown (the database cut off or silent), when
- * each caller is told so instead. `observer` is told of each write and commit (see CommitObserver).
+ * each caller is told so instead.
+ *
+ * A change whose request's deadline passes (its `signal` aborts) is answered with the signal's
+ * reason (the 503) at once. If it was still queued, or waiting for its retry alone, it is dropped:
+ * no commit after its answer writes it. One a commit holds already goes on; the 503 says its
+ * outcome is unknown, and an identical retry replays. `observer` is told of each write and commit (see CommitObserver).
  * With `enabled` false (`--group-commit off`), every change is its own transaction: the bench's baseline.
  */
 export function groupCommit(
   storage: Pick<Storage, 'applyChanges' | 'commitsAtOnce'>,
   { enabled = true, observer = {} }: { enabled?: boolean; observer?: CommitObserver } = {},
-): (change: PlantChange) => Promise<ChangeOutcome> {
+): Write {
   const atOnce = storage.commitsAtOnce ?? 1;
   const { wrote, committed } = observer;
   const apply = (changes: PlantChange[]): Promise<ChangeOutcome[]> => {
@@ -82,11 +93,14 @@ export function groupCommit(
     return applied.finally(() => wrote(accounts));
   };
   if (!enabled) {
-    return async (change) => {
+    const one = async (change: PlantChange) => {
       const [outcome] = await apply([change]);
       committed?.();
       return outcome!;
     };
+    // No queue: a change is in its commit at once (the driver's pool may still hold it a moment).
+    return (change, signal = null) =>
+      signal?.aborted ? Promise.reject(signal.reason as Error) : untilAborted(one(change), signal);
   }
   const queue: Pending[] = [];
   let scheduled = false;
@@ -107,7 +121,7 @@ export function groupCommit(
         for (const pending of batch) pending.reject(error);
         return;
       }
-      for (const pending of batch) await commit([pending]);
+      for (const pending of batch) if (!pending.signal?.aborted) await commit([pending]);
     }
   }
 
@@ -123,9 +137,28 @@ export function groupCommit(
     }
   }
 
-  return (change) =>
+  return (change, signal = null) =>
     new Promise<ChangeOutcome>((resolve, reject) => {
-      queue.push({ change, resolve, reject });
+      if (signal?.aborted) return reject(signal.reason);
+      const pending: Pending = { change, signal, resolve, reject };
+      if (signal !== null) {
+        const drop = () => {
+          const at = queue.indexOf(pending);
+          if (at !== -1) queue.splice(at, 1);
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', drop, { once: true });
+        const settled = () => signal.removeEventListener('abort', drop);
+        pending.resolve = (outcome) => {
+          settled();
+          resolve(outcome);
+        };
+        pending.reject = (error) => {
+          settled();
+          reject(error);
+        };
+      }
+      queue.push(pending);
       if (!scheduled && inFlight < atOnce) {
         scheduled = true;
         setImmediate(flush);

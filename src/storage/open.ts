@@ -15,12 +15,6 @@ export interface StorageOptions {
   feed?: boolean;
   /** Where SQLite's write transactions run (`--sqlite-writer`, sqlite/index.ts); default `thread`. */
   sqliteWriter?: 'thread' | 'inline';
-  /**
-   * TESTS ONLY (no setting reaches it): PostgreSQL waits a random time up to this many ms before
-   * and after numbering a transaction's events, so that concurrent commits interleave badly on
-   * purpose (test/feed/commit-order.test.ts). 0, the default, is off.
-   */
-  testCommitDelayMs?: number;
 }
 
 /** The engine is chosen by the URL's scheme; both run their migrations before returning. */
@@ -32,7 +26,7 @@ export async function openStorage(databaseUrl: string, options: StorageOptions =
   return openPostgres(databaseUrl, {
     poolMax: options.pgPoolMax,
     directUrl: options.databaseDirectUrl,
-    feed: { feed, testCommitDelayMs: options.testCommitDelayMs ?? 0 },
+    feed: { feed },
     ...(options.databaseTimeoutMs !== undefined && { timeoutMs: options.databaseTimeoutMs }),
     wait: options.waitForDatabase ?? false,
   });

@@ -23,7 +23,7 @@ export interface Storage extends PlantStorage, TokenStorage, WebhookStorage, Fee
   untilReady?(): Promise<void> | null;
   /**
    * The longest a request waits on this store, all its calls together (PostgreSQL's
-   * `--database-timeout`; http/store-deadline.ts): absent, the store has no such bound (SQLite).
+   * `--database-timeout`; http/request-deadline.ts): absent, the store has no such bound (SQLite).
    */
   readonly timeoutMs?: number;
   /** Seconds since the database last answered, 0 while it answers (PostgreSQL). */

@@ -26,7 +26,7 @@ export function deliveryRoutes(fastify: FastifyInstance, webhooks: WebhookServic
         },
       },
     },
-    async (request) => webhooks.deliveries(request.account, request.params.id, request.query.limit!),
+    async (request) => webhooks.deliveries(request.account, request.params.id, request.query.limit!, request.deadline),
   );
 
   app.post(
@@ -51,7 +51,7 @@ export function deliveryRoutes(fastify: FastifyInstance, webhooks: WebhookServic
     },
     async (request, reply) => {
       const { since, until } = request.body;
-      const queued = await webhooks.recover(request.account, request.params.id, since, until);
+      const queued = await webhooks.recover(request.account, request.params.id, { since, until }, request.deadline);
       return reply.code(202).send({ queued });
     },
   );

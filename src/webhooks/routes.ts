@@ -62,7 +62,7 @@ async function webhookRoutesPlugin(fastify: FastifyInstance, { webhooks }: { web
     },
     async (request, reply) => {
       requireScope(request, RECEIVES_PLANTS);
-      const created = await webhooks.create(request.account, request.body);
+      const created = await webhooks.create(request.account, request.body, request.deadline);
       return reply.code(201).header('location', `/webhooks/${created.id}`).send(created);
     },
   );
@@ -82,7 +82,7 @@ async function webhookRoutesPlugin(fastify: FastifyInstance, { webhooks }: { web
         },
       },
     },
-    async (request) => webhooks.list(request.account),
+    async (request) => webhooks.list(request.account, request.deadline),
   );
 
   app.get(
@@ -101,7 +101,7 @@ async function webhookRoutesPlugin(fastify: FastifyInstance, { webhooks }: { web
         },
       },
     },
-    async (request) => webhooks.get(request.account, request.params.id),
+    async (request) => webhooks.get(request.account, request.params.id, request.deadline),
   );
 
   app.patch(
@@ -126,7 +126,7 @@ async function webhookRoutesPlugin(fastify: FastifyInstance, { webhooks }: { web
     },
     async (request) => {
       if (changesWhatIsReceived(request.body)) requireScope(request, RECEIVES_PLANTS);
-      return webhooks.update(request.account, request.params.id, request.body);
+      return webhooks.update(request.account, request.params.id, request.body, request.deadline);
     },
   );
 
@@ -147,7 +147,7 @@ async function webhookRoutesPlugin(fastify: FastifyInstance, { webhooks }: { web
       },
     },
     async (request, reply) => {
-      await webhooks.remove(request.account, request.params.id);
+      await webhooks.remove(request.account, request.params.id, request.deadline);
       return reply.code(204).send();
     },
   );
@@ -170,7 +170,7 @@ async function webhookRoutesPlugin(fastify: FastifyInstance, { webhooks }: { web
         },
       },
     },
-    async (request) => webhooks.rotateSecret(request.account, request.params.id),
+    async (request) => webhooks.rotateSecret(request.account, request.params.id, request.deadline),
   );
 
   deliveryRoutes(fastify, webhooks);

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type JWK, type JWTHeaderParameters } from 'jose';
-import { sqlite } from '../helpers/engines.js';
+import { pg, sqlite } from '../helpers/engines.js';
 import { call, listPlants, postPlant, type Reply } from '../helpers/http.js';
 import { CLI, startServer, type CliResult, type CreatedToken, type RunningServer } from '../helpers/server.js';
 
@@ -634,6 +634,42 @@ describe('an unknown kid while the JWKS cannot be reached -> 503 with Retry-Afte
     }
   });
 });
+
+describe(
+  "a JWT's wait on a slow identity provider spends none of the request's --database-timeout",
+  { skip: pg.skip },
+  () => {
+    // The provider answers after 1.5 s (within the JWKS fetch's own 3 s), the database's timeout is 1 s.
+    const PROVIDER_DELAY_MS = 1_500;
+    let idp: JwksServer;
+    let key: SigningKey;
+    let server: RunningServer;
+    let drop = async () => {};
+
+    before(async () => {
+      key = await signingKey('ES256');
+      idp = await new JwksServer([key]).start();
+      const fresh = await pg.fresh();
+      drop = fresh.drop;
+      server = await startServer({ database: fresh.url, args: [...jwksArgs(idp), '--database-timeout', '1s'] });
+    });
+
+    after(async () => {
+      await server?.stop();
+      await idp?.stop();
+      await drop();
+    });
+
+    it('a create whose token waits 1.5 s for the keys is stored and answered 200', async () => {
+      idp.delayMs = PROVIDER_DELAY_MS;
+      const started = performance.now();
+      const created = await postPlant(server.url, await jwt(key, { sub: account() }), { id: 1, name: 'Fern' });
+      const ms = performance.now() - started;
+      assert.ok(ms >= PROVIDER_DELAY_MS, `the request waited for the keys (answered after ${ms.toFixed(0)} ms)`);
+      assert.equal(created.status, 200, `answered ${created.status} after ${ms.toFixed(0)} ms: ${created.text}`);
+    });
+  },
+);
 
 describe('a known key keeps working while the JWKS server is down', () => {
   before(providerGoesDown);

@@ -6,48 +6,81 @@ import { issueToken } from '../../src/auth/api-tokens.js';
 import { FeedCursors } from '../../src/feed/cursor.js';
 import { openStorage } from '../../src/storage/open.js';
 import type { Storage } from '../../src/storage/types.js';
+import type { PlantChange } from '../../src/storage/types/plants.js';
 import { TEST_CONFIG } from '../helpers/app.js';
 import { ENGINES } from '../helpers/engines.js';
 import { openFeed } from '../helpers/sse.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 /**
  * "Exactly once, in order ... two changes in flight at the same time: in the order they
  * committed." The hard case is PostgreSQL, where a number drawn in a transaction is not its commit
- * order. Several stores on one database (as several instances are) write at once, each waiting a
- * random while before and after numbering its events (the test-only `testCommitDelayMs`), so
- * transactions overlap and try to commit out of order; readers reconnect at random, from their last
- * cursor or an older one, and every session must get exactly the events that follow its cursor.
+ * order. Several stores on one database (as several instances are) write at once, each through a
+ * TCP proxy of the test's own whose delay changes at random every few milliseconds (up to
+ * DELAY_MS each way), so that transactions overlap and try to commit out of order; readers
+ * reconnect at random, from their last cursor or an older one, and every session must get exactly
+ * the events that follow its cursor.
  */
 
 const WRITERS = 4;
 const TRANSACTIONS_PER_WRITER = 30;
 const READERS = 5;
 const ACCOUNT = 'commit-order';
+/** The most each proxy delays a chunk, each way. */
 const DELAY_MS = 15;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * On PostgreSQL also with no delay: a group of creates is then one statement
- * (postgres/create-statement.ts) whose numbering must keep the same order.
+ * Each transaction creates plants and, with `updates`, renames one the writer created before: a
+ * mixed group is a transaction of statements apart (postgres/plants.ts), numbered by its last. On
+ * PostgreSQL also creates alone: a group of them is one statement (postgres/create-statement.ts)
+ * whose numbering must keep the same order.
  */
 const RUNS = ENGINES.flatMap((engine) => [
-  { engine, delayMs: DELAY_MS, how: '' },
-  ...(engine.name === 'sqlite' ? [] : [{ engine, delayMs: 0, how: ', creates in one statement' }]),
+  { engine, updates: true, how: ', creates and updates' },
+  ...(engine.name === 'sqlite' ? [] : [{ engine, updates: false, how: ', creates in one statement' }]),
 ]);
 
-for (const { engine, delayMs, how } of RUNS) {
+/** The writer stores' links to PostgreSQL: proxies whose delays change at random until `stop`. */
+async function jitteryLinks(url: string, count: number) {
+  const target = new URL(url);
+  const proxies: TcpProxy[] = [];
+  for (let i = 0; i < count; i++) {
+    proxies.push(await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) }));
+  }
+  const jitter = setInterval(() => {
+    for (const proxy of proxies) proxy.latency(Math.random() * DELAY_MS);
+  }, 5);
+  return {
+    urls: proxies.map((proxy) => Object.assign(new URL(url), { port: String(proxy.port) }).toString()),
+    async stop() {
+      clearInterval(jitter);
+      for (const proxy of proxies) await proxy.close();
+    },
+  };
+}
+
+for (const { engine, updates, how } of RUNS) {
   describe(`the change feed keeps commit order under concurrent writers (${engine.name}${how})`, () => {
     let app: FastifyInstance;
     let base = '';
     let token = '';
     let drop = async () => {};
+    let unlink = async () => {};
     const stores: Storage[] = [];
 
     before(async () => {
       const fresh = await engine.fresh();
       drop = fresh.drop;
-      for (let i = 0; i <= WRITERS; i++) stores.push(await openStorage(fresh.url, { testCommitDelayMs: delayMs }));
+      stores.push(await openStorage(fresh.url));
+      if (engine.name === 'sqlite') {
+        for (let i = 0; i < WRITERS; i++) stores.push(await openStorage(fresh.url));
+      } else {
+        const links = await jitteryLinks(fresh.url, WRITERS);
+        unlink = links.stop;
+        for (const url of links.urls) stores.push(await openStorage(url));
+      }
       app = await buildApp({ config: { ...TEST_CONFIG, database: fresh.url, logLevel: 'warn' }, storage: stores[0]! });
       base = await app.listen({ port: 0, host: '127.0.0.1' });
       token = (await issueToken(stores[0]!, ACCOUNT)).secret;
@@ -55,6 +88,7 @@ for (const { engine, delayMs, how } of RUNS) {
     after(async () => {
       await app?.close();
       for (const store of stores) await store.close();
+      await unlink();
       await drop();
     });
 
@@ -62,16 +96,27 @@ for (const { engine, delayMs, how } of RUNS) {
       let nextId = 1n;
       let writing = true;
       const write = async (store: Storage, writer: number) => {
+        let earlier: bigint | null = null;
         for (let t = 0; t < TRANSACTIONS_PER_WRITER; t++) {
           const size = 1 + Math.floor(Math.random() * 3);
-          await store.applyChanges(
-            Array.from({ length: size }, (_, k) => ({
-              kind: 'create' as const,
+          const changes: PlantChange[] = Array.from({ length: size }, (_, k) => ({
+            kind: 'create' as const,
+            account: ACCOUNT,
+            plant: { id: nextId++, name: `w${writer}-${t}-${k}`, tag: null, revision: 1n },
+            eventId: `msg_order_${writer}_${t}_${k}`,
+          }));
+          if (updates && earlier !== null) {
+            changes.push({
+              kind: 'update',
               account: ACCOUNT,
-              plant: { id: nextId++, name: `w${writer}-${t}-${k}`, tag: null, revision: 1n },
-              eventId: `msg_order_${writer}_${t}_${k}`,
-            })),
-          );
+              id: earlier,
+              set: { name: `w${writer}-${t}-renamed` },
+              revision: BigInt(t + 2),
+              eventId: `msg_order_${writer}_${t}_renamed`,
+            });
+          }
+          earlier = (changes[0] as Extract<PlantChange, { kind: 'create' }>).plant.id;
+          await store.applyChanges(changes);
         }
       };
       // Writers 1..N write as other instances would; writer 0 through the app's own HTTP API.

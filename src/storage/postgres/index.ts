@@ -61,7 +61,7 @@ export async function openPostgres(
   {
     poolMax = DEFAULT_POOL_MAX,
     directUrl,
-    feed = { feed: true, testCommitDelayMs: 0 },
+    feed = { feed: true },
     timeoutMs = CLI_TIMEOUT_MS,
     wait = false,
   }: PostgresOptions = {},

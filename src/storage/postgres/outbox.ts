@@ -25,17 +25,8 @@ export interface QueuedEvent {
  *   they happened. The accounts are locked in one order (sorted) by every process, so two
  *   transactions that share accounts wait instead of deadlocking; and nothing is locked after
  *   them, so the wait is only for the other's commit.
- *
- * `delayMs` (tests only) waits before and after the numbering, so concurrent transactions
- * interleave as badly as they can.
  */
-/** The test-only delay (StorageOptions.testCommitDelayMs): random up to `ms`, none when off. */
-function testDelay(ms: number): Promise<void> | null {
-  if (ms <= 0) return null;
-  return new Promise((resolve) => setTimeout(resolve, Math.random() * ms));
-}
-
-export function recordEvents(tx: Tx, events: QueuedEvent[], feed: boolean, delayMs: number): Promise<void> {
+export function recordEvents(tx: Tx, events: QueuedEvent[], feed: boolean): Promise<void> {
   if (events.length === 0) return Promise.resolve();
   const q = tx`
     SELECT * FROM unnest(${tx.array(events.map((e) => e.account))}::text[],
@@ -44,13 +35,7 @@ export function recordEvents(tx: Tx, events: QueuedEvent[], feed: boolean, delay
                          ${tx.array(events.map((e) => plantEventPayload(e.plant)))}::text[])
       WITH ORDINALITY AS q(account, event_id, event_type, payload, position)`;
   if (!feed) return sent(tx`WITH q AS (${q}) ${outboxInsert(tx)}`);
-  const numbered = () => sent(tx`WITH q AS (${q}), ${feedCtes(tx)} ${outboxInsert(tx)}`);
-  if (delayMs <= 0) return numbered();
-  return (async () => {
-    await testDelay(delayMs);
-    await numbered();
-    await testDelay(delayMs);
-  })();
+  return sent(tx`WITH q AS (${q}), ${feedCtes(tx)} ${outboxInsert(tx)}`);
 }
 
 /**

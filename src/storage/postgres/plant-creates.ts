@@ -6,7 +6,7 @@ import type { ChangeOutcome, PlantChange, StoredPlant } from '../types/plants.js
 import type { Sql, Tx } from './connection.js';
 import type { QueuedEvent } from './outbox.js';
 
-/** Creates, in bulk: a group commit of creates only, and a batch (all or nothing, in a savepoint). */
+/** Creates, in bulk: a batch (all or nothing, in a savepoint), and what a group of creates in one statement shares with it (create-statement.ts). */
 
 type Create = Extract<PlantChange, { kind: 'create' }>;
 type CreateMany = Extract<PlantChange, { kind: 'create-many' }>;
@@ -82,7 +82,7 @@ export function outcomesInOrder(
   });
 }
 
-/** A batch of creates only (the common case) in two statements plus the outbox, whatever its size. */
+/** A batch's creates in two statements plus its events, whatever its size. */
 export async function createAll(tx: Tx, creates: Create[], record: RecordEvents): Promise<ChangeOutcome[]> {
   const arrived = firstsInArrivalOrder(creates);
   const firsts = sortedByKey(arrived);
@@ -112,9 +112,9 @@ class Conflict extends Error {
 }
 
 /**
- * Its items go through `createAll`, as a group of single creates does (their events included),
- * inside a savepoint: an item that meets another plant under its id rolls all of them back.
- * Comparing after the insert, not before, sees what other instances committed meanwhile.
+ * Its items go through `createAll` (their events included), inside a savepoint: an item that
+ * meets another plant under its id rolls all of them back. Comparing after the insert, not
+ * before, sees what other instances committed meanwhile.
  */
 export async function createMany(tx: Tx, change: CreateMany, events: QueuedEvent[]): Promise<ChangeOutcome> {
   // Its events join the transaction's only once the savepoint holds: a rolled-back batch reports nothing.

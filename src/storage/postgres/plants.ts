@@ -5,7 +5,7 @@ import type { ChangeOutcome, PlantChange, PlantRecord, PlantStorage, StoredPlant
 import type { Sql, Tx } from './connection.js';
 import { recordEvents, type QueuedEvent } from './outbox.js';
 import { createInOneStatement } from './create-statement.js';
-import { createAll, createMany, type RecordEvents } from './plant-creates.js';
+import { createMany } from './plant-creates.js';
 import { postgresListing } from './plant-listing.js';
 import { STREAM_CHUNK_ROWS } from '../chunks.js';
 
@@ -13,8 +13,6 @@ type Create = Extract<PlantChange, { kind: 'create' }>;
 export interface FeedOptions {
   /** False (`--event-retention 0`): no change-feed events are written. */
   feed: boolean;
-  /** Tests only: see recordEvents. */
-  testCommitDelayMs: number;
 }
 
 /** One change of a mixed batch, in order, its steps (changes.ts) done in `tx`; its event is queued once the batch is done. */
@@ -45,33 +43,24 @@ async function applyOne(tx: Tx, change: PlantChange, events: QueuedEvent[]): Pro
   });
 }
 
-export function postgresPlants(sql: Sql, { feed, testCommitDelayMs }: FeedOptions): PlantStorage {
+export function postgresPlants(sql: Sql, { feed }: FeedOptions): PlantStorage {
   const listing = postgresListing(sql);
 
   return {
     async applyChanges(changes) {
-      // The tests' interleaving delays need the statements apart (outbox.ts): the transaction below.
-      if (testCommitDelayMs === 0 && changes.every((c): c is Create => c.kind === 'create')) {
-        return createInOneStatement(sql, changes, feed);
-      }
+      if (changes.every((c): c is Create => c.kind === 'create')) return createInOneStatement(sql, changes, feed);
       // The events' statement is the transaction's last: it is sent and COMMIT follows at once, in
       // the same round trip, instead of after its answer. So the account's feed row (outbox.ts) is
       // locked one round trip instead of two, which is what bounds one account's commits a second
       // over a slow network. Its answer is read after the commit: PostgreSQL answers COMMIT in a
       // failed transaction with a rollback, not an error, so a failure shows there.
       let recorded: Promise<void> = Promise.resolve();
-      const record: RecordEvents = async (tx, events) => {
-        recorded = recordEvents(tx, events, feed, testCommitDelayMs);
-        recorded.catch(() => {});
-        // With the tests' delays the statement is sent late: it must be answered before COMMIT.
-        if (testCommitDelayMs > 0) await recorded;
-      };
       const outcomes = await sql.begin(async (tx) => {
-        if (changes.every((c): c is Create => c.kind === 'create')) return createAll(tx, changes, record);
         const events: QueuedEvent[] = [];
         const outcomes: ChangeOutcome[] = [];
         for (const change of changes) outcomes.push(await applyOne(tx, change, events));
-        await record(tx, events);
+        recorded = recordEvents(tx, events, feed);
+        recorded.catch(() => {});
         return outcomes;
       });
       await recorded;
