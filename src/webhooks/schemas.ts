@@ -6,7 +6,10 @@ import { PLANT_EVENT_TYPES, type PlantEventType } from '../events/plant-event.js
 import type { DeliveryState } from '../storage/types/webhooks.js';
 import { MAX_URL_LENGTH } from './address-guard.js';
 
-/** The shapes of the /webhooks API, each with an `$id` (so an OpenAPI component); an input's keywords are its checks (validate.ts adds what they cannot say). */
+/**
+ * The shapes of the /webhooks API, each with an `$id` (so an OpenAPI component). An input's
+ * keywords are its checks (http/schema-check.ts); validate.ts adds only what they cannot say.
+ */
 
 export const DELIVERY_STATES: readonly DeliveryState[] = ['pending', 'delivered', 'failed'];
 export const DELIVERIES_LIMIT = { default: 100, max: 1000 } as const;
