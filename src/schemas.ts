@@ -59,12 +59,12 @@ export const NewPlant = Type.Object(
     name: Text({
       minLength: 1,
       maxLength: LIMITS.textLength,
-      description: `The name of the plant: 1 to ${LIMITS.textLength} characters, no U+0000, stored exactly as sent`,
+      description: `The name of the plant: 1 to ${LIMITS.textLength} characters, no U+0000 or unpaired surrogate, stored exactly as sent`,
     }),
     tag: Type.Optional(
       Text({
         maxLength: LIMITS.textLength,
-        description: `Tag that specifies the type of the plant: up to ${LIMITS.textLength} characters, no U+0000`,
+        description: `Tag that specifies the type of the plant: up to ${LIMITS.textLength} characters, no U+0000 or unpaired surrogate`,
       }),
     ),
   },
@@ -177,7 +177,9 @@ export const NewPlants = Type.Array(Type.Ref(NewPlant), {
   $id: 'NewPlants',
   minItems: 1,
   maxItems: LIMITS.batchItems,
-  description: `1 to ${LIMITS.batchItems} plants, each judged as POST /plants judges one.`,
+  description:
+    `1 to ${LIMITS.batchItems} plants, each judged as POST /plants judges one. ` +
+    'An id given twice with a different name or tag is a 400 naming the later item.',
   examples: [
     [
       { id: 1, name: 'Monstera deliciosa', tag: 'aroid' },

@@ -28,7 +28,7 @@ export const FILTER_PARAMS = {
         description:
           `Only plants whose tag equals one of these exactly (code points, case matters; an empty value matches ` +
           `the empty tag). Repeat it for several tags, up to ${LIMITS.tagFilters}; each at most ` +
-          `${LIMITS.textLength} characters. Plants without a tag never match.`,
+          `${LIMITS.textLength} characters, no U+0000. Plants without a tag never match.`,
       }),
     ),
   },

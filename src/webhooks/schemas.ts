@@ -32,7 +32,10 @@ const Events = Type.Array(EventType, {
   minItems: 1,
   description: 'The event types sent to this endpoint; plant.created (the sample\'s "newPlant") by default',
 });
-const Description = Text({ maxLength: LIMITS.textLength, description: 'A note for people; empty by default' });
+const Description = Text({
+  maxLength: LIMITS.textLength,
+  description: 'A note for people, stored as sent: no U+0000, no unpaired surrogate; empty by default',
+});
 
 const endpointFields = {
   id: EndpointId,
