@@ -1,4 +1,5 @@
 import type { TSchema } from '@sinclair/typebox';
+import type { TEXT } from '../text.js';
 
 /** A keyword (or a rule that follows from one) whose refusal a message can be given for. */
 export type Rule =
@@ -32,4 +33,28 @@ export interface FieldRules {
 export interface InputRules {
   schema: TSchema;
   fields?: Record<string, FieldRules>;
+}
+
+/** A JSON body (exact numbers: http/exact-number.ts), or the text of a query or path. */
+export type InputSource = 'json' | 'text';
+
+/** The keywords of an input schema that its check reads (http/schema-check.ts knows no others). */
+export interface Schema {
+  [TEXT]?: boolean;
+  $ref?: string;
+  type?: string;
+  format?: string;
+  anyOf?: Schema[];
+  enum?: string[];
+  pattern?: string;
+  properties?: Record<string, Schema>;
+  required?: string[];
+  additionalProperties?: boolean;
+  items?: Schema;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  minItems?: number;
+  maxItems?: number;
 }

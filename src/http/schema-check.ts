@@ -1,8 +1,8 @@
 import type { TSchema } from '@sinclair/typebox';
 import { HttpError } from '../errors.js';
-import { LIMITS } from '../limits.js';
-import { TEXT } from '../text.js';
-import type { FieldRules, Rule } from './input-rules.js';
+import { defaultMessage } from './input-messages.js';
+import type { FieldRules, InputSource, Rule, Schema } from './input-rules.js';
+import { int64Check, integerTextCheck, stringCheck, type Check, type Fail } from './scalar-checks.js';
 
 /**
  * An input schema as the check a request is held to. The schema (which the document serves) is
@@ -13,94 +13,12 @@ import type { FieldRules, Rule } from './input-rules.js';
  * server checks. Lengths count code points, as JSON Schema does.
  */
 
-/** A JSON body (exact numbers: http/exact-number.ts), or the text of a query or path. */
-export type InputSource = 'json' | 'text';
-
-type Check = (value: unknown, at: string) => unknown;
-/** Throws the refusal's 400, or returns when the location's `check` says it instead. */
-type Fail = (value: unknown, at: string) => void;
-
-interface Schema {
-  [TEXT]?: boolean;
-  $ref?: string;
-  type?: string;
-  format?: string;
-  anyOf?: Schema[];
-  enum?: string[];
-  pattern?: string;
-  properties?: Record<string, Schema>;
-  required?: string[];
-  additionalProperties?: boolean;
-  items?: Schema;
-  minLength?: number;
-  maxLength?: number;
-  minimum?: number;
-  maximum?: number;
-  minItems?: number;
-  maxItems?: number;
-}
-
 const KEYWORDS = new Set([
   ...['$id', 'title', 'description', 'examples', 'default'],
   ...['$ref', 'type', 'format', 'anyOf', 'enum', 'pattern', 'properties', 'required', 'additionalProperties', 'items'],
   ...['minLength', 'maxLength', 'minimum', 'maximum', 'minItems', 'maxItems'],
 ]);
 const FORMATS: Record<string, string> = { int64: 'integer', int32: 'integer', 'date-time': 'string', uri: 'string' };
-const RFC_3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
-const UNSIGNED_INTEGER = /^\d+$/;
-/** An integer in canonical decimal: an optional -, digits, no leading zero (`-0` aside, refused apart). */
-const CANONICAL_INTEGER = /^-?(?:0|[1-9]\d*)$/;
-
-function codePoints(value: string): number {
-  let count = 0;
-  for (const _ of value) count++;
-  return count;
-}
-
-const subject = (at: string) => (at === '' ? 'request body' : at);
-
-/** The project's message for each rule, from the keyword's value and the field's name. */
-function defaultMessage(rule: Rule, schema: Schema, at: string, source: InputSource): string {
-  switch (rule) {
-    case 'type':
-    case 'null':
-      if (schema.type === 'object') return `${subject(at)} must be a JSON object`;
-      if (schema.type === 'array') return `${subject(at)} must be a JSON array`;
-      if (schema.type === 'boolean') return `${at} must be true or false`;
-      if (schema.format === 'date-time') return defaultMessage('format', schema, at, source);
-      if (schema.format === 'int64' && source === 'text') {
-        return `${at} must be an integer in canonical decimal form (an optional -, digits, no leading zero)`;
-      }
-      if (schema.type === 'integer' && schema.format !== 'int64') return defaultMessage('range', schema, at, source);
-      return `${at} must be ${schema.type === 'integer' ? 'an integer' : 'a string'}`;
-    case 'range':
-      return schema.format === 'int64'
-        ? `${at} must be within the signed 64-bit integer range`
-        : `${at} must be an integer from ${schema.minimum} to ${schema.maximum}`;
-    case 'required':
-      return `${at} is required`;
-    case 'once':
-      return `${at} must be given at most once`;
-    case 'minLength':
-      return schema.minLength === 1
-        ? `${at} must not be empty`
-        : `${at} must be at least ${schema.minLength} characters`;
-    case 'maxLength':
-      return `${at} must be at most ${schema.maxLength} characters`;
-    case 'minItems':
-      return `${subject(at)} must hold at least ${schema.minItems} items`;
-    case 'maxItems':
-      return source === 'text'
-        ? `${at} may be given at most ${schema.maxItems} times`
-        : `${subject(at)} must hold at most ${schema.maxItems} items`;
-    case 'enum':
-      return `${at} must be one of ${schema.enum!.join(', ')}`;
-    case 'format':
-      return `${at} must be an RFC 3339 time, e.g. 2026-01-31T12:00:00Z`;
-    case 'pattern':
-      throw new Error('a pattern has no default message');
-  }
-}
 
 export interface CompileOptions {
   source: InputSource;
@@ -238,75 +156,6 @@ export function compileInput(
       if (items.length < minItems) tooFew(value, at);
       if (items.length > maxItems) tooMany(value, at);
       return items.map((each, i) => item(each, `${at}[${i}]`));
-    };
-  }
-
-  function stringCheck(schema: Schema, fail: (rule: Rule) => Fail): Check {
-    const { minLength = 0, maxLength = Infinity } = schema;
-    const [wrongType, notNull, tooShort, tooLong] = [fail('type'), fail('null'), fail('minLength'), fail('maxLength')];
-    const pattern = schema.pattern === undefined ? null : new RegExp(schema.pattern);
-    const unmatched = pattern === null ? null : fail('pattern');
-    const dateTime = schema.format === 'date-time';
-    const notATime = dateTime ? fail('format') : null;
-    const text = schema[TEXT] === true;
-    return (value, at) => {
-      if (typeof value !== 'string') return (value === null ? notNull : wrongType)(value, at);
-      // The code points are counted only when the UTF-16 length leaves the answer open.
-      if (value.length < minLength || (minLength > 1 && codePoints(value) < minLength)) tooShort(value, at);
-      if (value.length > maxLength && codePoints(value) > maxLength) tooLong(value, at);
-      if (text && value.includes('\u0000')) throw new HttpError(400, `${at} must not contain U+0000`);
-      if (text && !value.isWellFormed()) {
-        throw new HttpError(400, `${at} must be valid Unicode (it has an unpaired surrogate)`);
-      }
-      if (pattern !== null && !pattern.test(value)) unmatched!(value, at);
-      if (!dateTime) return value;
-      const time = RFC_3339.test(value) ? new Date(value) : null;
-      if (time === null || Number.isNaN(time.getTime())) notATime!(value, at);
-      return time;
-    };
-  }
-
-  /** A query's or a path's integer, from its text: digits, within the schema's range. */
-  function integerTextCheck(schema: Schema, fail: (rule: Rule) => Fail): Check {
-    const [wrongType, outside] = [fail('type'), fail('range')];
-    if (schema.format === 'int64') {
-      return (value, at) => {
-        if (typeof value !== 'string' || !CANONICAL_INTEGER.test(value) || value === '-0') wrongType(value, at);
-        // Past 20 characters it is out of range whatever the digits: BigInt is spared a long string.
-        const id = (value as string).length > 20 ? LIMITS.int64Max + 1n : BigInt(value as string);
-        if (id < LIMITS.int64Min || id > LIMITS.int64Max) outside(value, at);
-        return id;
-      };
-    }
-    const { minimum, maximum } = schema;
-    if (minimum === undefined || maximum === undefined || minimum < 0 || maximum > LIMITS.limitMax) {
-      throw new Error('a query integer needs a minimum of 0 or more and a maximum within int32');
-    }
-    return (value, at) => {
-      if (typeof value !== 'string' || !UNSIGNED_INTEGER.test(value)) wrongType(value, at);
-      const number = Number(value);
-      if (number < minimum || number > maximum) outside(value, at);
-      return number;
-    };
-  }
-
-  /**
-   * A body's integer, exact over int64: the body's numbers are read exactly (http/exact-number.ts),
-   * so an integer beyond ±2^53 is a BigInt, one too long to hold is ±Infinity, and a fraction is
-   * never mistaken for an integer.
-   */
-  function int64Check(schema: Schema, fail: (rule: Rule) => Fail): Check {
-    if (schema.format !== 'int64') throw new Error('a body integer must be format int64');
-    const [wrongType, notNull, outside] = [fail('type'), fail('null'), fail('range')];
-    return (value, at) => {
-      if (typeof value === 'bigint') {
-        if (value < LIMITS.int64Min || value > LIMITS.int64Max) outside(value, at);
-        return value;
-      }
-      if (typeof value !== 'number') (value === null ? notNull : wrongType)(value, at);
-      if (value === Infinity || value === -Infinity) outside(value, at);
-      if (!Number.isSafeInteger(value)) wrongType(value, at);
-      return BigInt(value as number);
     };
   }
 
