@@ -79,13 +79,11 @@ export type NewPlant = Static<typeof NewPlant>;
 
 export const PlantPatch = Type.Object(
   {
-    name: Type.Optional(
-      Text({
-        minLength: 1,
-        maxLength: LIMITS.textLength,
-        description: 'New name: same rules as on create; it cannot be removed',
-      }),
-    ),
+    // A created name's rules, written once there.
+    name: Type.Optional({
+      ...NewPlant.properties.name,
+      description: 'New name: same rules as on create; it cannot be removed',
+    }),
     tag: Type.Optional(
       Type.Union([Text({ maxLength: LIMITS.textLength }), Type.Null()], {
         description: 'New tag (same rules as on create), or null to remove the tag',
