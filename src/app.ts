@@ -5,7 +5,7 @@ import bearer from './auth/bearer.js';
 import type { Config } from './config.js';
 import { jwtIsOn } from './config/check.js';
 import { openApi } from './contract/openapi-document.js';
-import { exactValidatorCompiler } from './contract/validation.js';
+import { inputValidatorCompiler } from './contract/validation.js';
 import { errorHandler, frameworkErrorHandler } from './errors.js';
 import { CommitNotices } from './storage/commit-notices.js';
 import { FeedHub } from './feed/hub.js';
@@ -115,7 +115,7 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   app.server.on('checkExpectation', refuseExpectation);
 
   app.setErrorHandler(errorHandler);
-  app.setValidatorCompiler(exactValidatorCompiler);
+  app.setValidatorCompiler(inputValidatorCompiler);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body, done) => {
     // An operation that takes no body (DELETE, rotate-secret) ignores whatever a client sent.

@@ -6,14 +6,14 @@ import { Plant, type NewPlant, type PlantPatch } from './schemas.js';
  * `plants` table; a required one always has a value, an optional one may be null (absent from the
  * JSON). From this table follow: the stored record's type, both engines' column lists and row
  * values, `copy`'s columns, the page cache's cost, the `Plant` a response and an event carry, the
- * "same plant?" test, an update's effect, and the exact checks of `NewPlant` and `PlantPatch`.
+ * "same plant?" test, an update's effect, and which field a merge patch cannot remove.
  * `satisfies` ties it to the `Plant` schema: a field in one and not the other does not compile.
  * A new field is a line here, its migration in each engine, the schemas and the docs.
  */
 export const PLANT_FIELDS = {
-  name: { required: true, minLength: 1 },
-  tag: { required: false, minLength: 0 },
-} as const satisfies Record<keyof Plant, { required: boolean; minLength: number }>;
+  name: { required: true },
+  tag: { required: false },
+} as const satisfies Record<keyof Plant, { required: boolean }>;
 
 export type PlantFieldName = keyof typeof PLANT_FIELDS;
 

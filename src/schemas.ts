@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { LIMITS } from './limits.js';
 import { wholeValue } from './patterns.js';
+import { Text } from './text.js';
 
 export const Plant = Type.Object(
   {
@@ -55,15 +56,15 @@ export const NewPlant = Type.Object(
         'Identification number of the plant, unique within the account; exact over the whole signed 64-bit range. ' +
         'Re-sending an id with the same name and tag returns the stored plant; with a different name or tag, 409.',
     }),
-    name: Type.String({
+    name: Text({
       minLength: 1,
       maxLength: LIMITS.textLength,
-      description: `The name of the plant: 1 to ${LIMITS.textLength} characters, no U+0000, stored exactly as sent`,
+      description: `The name of the plant: 1 to ${LIMITS.textLength} characters, no U+0000 or unpaired surrogate, stored exactly as sent`,
     }),
     tag: Type.Optional(
-      Type.String({
+      Text({
         maxLength: LIMITS.textLength,
-        description: `Tag that specifies the type of the plant: up to ${LIMITS.textLength} characters, no U+0000`,
+        description: `Tag that specifies the type of the plant: up to ${LIMITS.textLength} characters, no U+0000 or unpaired surrogate`,
       }),
     ),
   },
@@ -78,15 +79,13 @@ export type NewPlant = Static<typeof NewPlant>;
 
 export const PlantPatch = Type.Object(
   {
-    name: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: LIMITS.textLength,
-        description: 'New name: same rules as on create; it cannot be removed',
-      }),
-    ),
+    // A created name's rules, written once there.
+    name: Type.Optional({
+      ...NewPlant.properties.name,
+      description: 'New name: same rules as on create; it cannot be removed',
+    }),
     tag: Type.Optional(
-      Type.Union([Type.String({ maxLength: LIMITS.textLength }), Type.Null()], {
+      Type.Union([Text({ maxLength: LIMITS.textLength }), Type.Null()], {
         description: 'New tag (same rules as on create), or null to remove the tag',
       }),
     ),
@@ -176,7 +175,9 @@ export const NewPlants = Type.Array(Type.Ref(NewPlant), {
   $id: 'NewPlants',
   minItems: 1,
   maxItems: LIMITS.batchItems,
-  description: `1 to ${LIMITS.batchItems} plants, each judged as POST /plants judges one.`,
+  description:
+    `1 to ${LIMITS.batchItems} plants, each judged as POST /plants judges one. ` +
+    'An id given twice with a different name or tag is a 400 naming the later item.',
   examples: [
     [
       { id: 1, name: 'Monstera deliciosa', tag: 'aroid' },

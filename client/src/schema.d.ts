@@ -319,15 +319,15 @@ export interface components {
        * @description Identification number of the plant, unique within the account; exact over the whole signed 64-bit range. Re-sending an id with the same name and tag returns the stored plant; with a different name or tag, 409.
        */
       id: number;
-      /** @description The name of the plant: 1 to 256 characters, no U+0000, stored exactly as sent */
+      /** @description The name of the plant: 1 to 256 characters, no U+0000 or unpaired surrogate, stored exactly as sent */
       name: string;
-      /** @description Tag that specifies the type of the plant: up to 256 characters, no U+0000 */
+      /** @description Tag that specifies the type of the plant: up to 256 characters, no U+0000 or unpaired surrogate */
       tag?: string;
     } & {
       [key: string]: unknown;
     };
     /**
-     * @description 1 to 1000 plants, each judged as POST /plants judges one.
+     * @description 1 to 1000 plants, each judged as POST /plants judges one. An id given twice with a different name or tag is a 400 naming the later item.
      * @example [
      *       {
      *         "id": 1,
@@ -397,7 +397,7 @@ export interface components {
       url: string;
       /** @description The event types sent to this endpoint; plant.created (the sample's "newPlant") by default */
       events: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
-      /** @description A note for people; empty by default */
+      /** @description A note for people, stored as sent: no U+0000, no unpaired surrogate; empty by default */
       description: string;
       /** @description false when registered or patched with {"enabled": false}, or after a 410 from the receiver */
       enabled: boolean;
@@ -430,7 +430,7 @@ export interface components {
       url: string;
       /** @description The event types sent to this endpoint; plant.created (the sample's "newPlant") by default */
       events: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
-      /** @description A note for people; empty by default */
+      /** @description A note for people, stored as sent: no U+0000, no unpaired surrogate; empty by default */
       description: string;
       /** @description false when registered or patched with {"enabled": false}, or after a 410 from the receiver */
       enabled: boolean;
@@ -460,7 +460,7 @@ export interface components {
       url: string;
       /** @description The event types sent to this endpoint; plant.created (the sample's "newPlant") by default */
       events?: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
-      /** @description A note for people; empty by default */
+      /** @description A note for people, stored as sent: no U+0000, no unpaired surrogate; empty by default */
       description?: string;
       /** @description false registers the endpoint without sending it events yet; true by default */
       enabled?: boolean;
@@ -481,7 +481,7 @@ export interface components {
       url?: string;
       /** @description The event types sent to this endpoint; plant.created (the sample's "newPlant") by default */
       events?: ('plant.created' | 'plant.updated' | 'plant.deleted')[];
-      /** @description A note for people; empty by default */
+      /** @description A note for people, stored as sent: no U+0000, no unpaired surrogate; empty by default */
       description?: string;
       /** @description false stops deliveries (pending ones fail; see recover); true resumes them */
       enabled?: boolean;
@@ -906,7 +906,7 @@ export interface operations {
         limit?: number;
         /** @description Opaque position from a rel="next" Link header; do not build it yourself. It carries the filters and order it was made for: sent with others, or altered, it is a 400. */
         cursor?: string;
-        /** @description Only plants whose tag equals one of these exactly (code points, case matters; an empty value matches the empty tag). Repeat it for several tags, up to 16; each at most 256 characters. Plants without a tag never match. */
+        /** @description Only plants whose tag equals one of these exactly (code points, case matters; an empty value matches the empty tag). Repeat it for several tags, up to 16; each at most 256 characters, no U+0000. Plants without a tag never match. */
         tag?: string[];
         /** @description Only plants whose name contains this text, ignoring case: both are case-folded code point by code point with Unicode's simple case folding (CaseFolding.txt, C and S), then compared by code points; nothing else is normalised. 1 to 256 characters, no U+0000; % _ * and \ are plain characters. */
         q?: string;

@@ -1,6 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { HttpError } from '../errors.js';
-import type { ExactValidator } from '../http/exact-validator.js';
+import type { InputRules } from '../http/input-rules.js';
 import { CURSOR_PATTERN } from './cursor.js';
 
 export const FeedQuery = Type.Object(
@@ -33,12 +32,11 @@ export const FeedHeaders = Type.Object(
   { $id: 'FeedHeaders' },
 );
 
-/** `after` at most once; other parameters are ignored (a token in the URL is never read). */
-export function validateFeedQuery(query: unknown): FeedQuery {
-  const { after } = (query ?? {}) as Record<string, unknown>;
-  if (Array.isArray(after)) throw new HttpError(400, 'after may be given at most once');
-  return after === undefined ? {} : { after: after as string };
-}
-
-/** The feed's input schema with the exact check behind it, for the one validator compiler (contract/validation.ts). */
-export const FEED_VALIDATORS: readonly ExactValidator[] = [{ schema: FeedQuery, validate: validateFeedQuery }];
+/**
+ * `after` at most once; other parameters are ignored (a token in the URL is never read). Its
+ * pattern is checked with the cursor's digest (cursor.ts), as Last-Event-ID's is: after the
+ * Accept header and whether the feed is on, in the message both share.
+ */
+export const FEED_INPUTS: readonly InputRules[] = [
+  { schema: FeedQuery, fields: { after: { messages: { once: 'after may be given at most once', pattern: null } } } },
+];

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { HttpError } from '../errors.js';
-import { LIMITS } from '../limits.js';
+import { compileInput } from '../http/schema-check.js';
+import { NewPlant, PlantIdParams } from '../schemas.js';
 import {
   canonicalFilter,
   ORDERS,
@@ -8,7 +9,6 @@ import {
   type PlantOrder,
   type PlantPosition,
 } from '../storage/plant-query.js';
-import { CANONICAL_INTEGER, checkText } from './checks.js';
 
 /**
  * The opaque `cursor` parameter of a rel="next" link: the last plant of the page (its id, and its
@@ -30,6 +30,10 @@ export interface ListingShape {
 }
 
 const DIGEST_BYTES = 12;
+
+/** A position's id as a path's id is checked, and its name as create's. */
+const checkId = compileInput(PlantIdParams.properties.id, { source: 'text' }) as (text: unknown) => bigint;
+const checkName = compileInput(NewPlant.properties.name, { source: 'json' }) as (name: unknown) => string;
 
 function digest(shape: ListingShape, body: string): string {
   // Every filter, in its canonical form (the same tags in another order are the same filter).
@@ -62,13 +66,8 @@ function positionOf(order: PlantOrder, body: string): PlantPosition {
   const { byName } = ORDERS[order];
   if (!Array.isArray(position) || position.length !== (byName ? 2 : 1)) invalid();
   const [idText, name] = position as unknown[];
-  // Past 20 characters it is out of range whatever the digits: BigInt is spared a long string.
-  if (typeof idText !== 'string' || idText.length > 20 || !CANONICAL_INTEGER.test(idText) || idText === '-0') invalid();
-  const id = BigInt(idText);
-  if (id < LIMITS.int64Min || id > LIMITS.int64Max) invalid();
-  if (!byName) return { id, name: '' };
   try {
-    return { id, name: checkText('name', name, 1) };
+    return { id: checkId(idText), name: byName ? checkName(name) : '' };
   } catch {
     return invalid();
   }

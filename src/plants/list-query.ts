@@ -7,19 +7,15 @@ import {
   type PlantFilterKey,
   type PlantOrder,
 } from '../storage/plant-query.js';
-import { bad, checkText } from './checks.js';
+import { Text } from '../text.js';
 import { SelectParam } from './select.js';
 
 /** The inputs of `GET /plants`: its query parameters and the header that asks for the count. */
 
-/** How a filter of storage's `PlantFilter` is asked for: its query parameter, its schema, and its exact check. */
+/** How a filter of storage's `PlantFilter` is asked for: its query parameter and its schema, whose value is the filter's. */
 interface FilterParam<K extends PlantFilterKey> {
   name: string;
-  schema: TSchema;
-  /** May be given several times (the query string then hands over an array). */
-  repeatable: boolean;
-  /** The parameter's value (given once unless `repeatable`) as the filter's, or a 400 naming the parameter. */
-  check(raw: string | string[]): NonNullable<PlantFilter[K]>;
+  schema: TSchema & { static: PlantFilter[K] };
 }
 
 /** Each filter's query parameter: one entry per key of `PlantFilter` (a filter missing here does not compile). */
@@ -27,26 +23,19 @@ export const FILTER_PARAMS = {
   tags: {
     name: 'tag',
     schema: Type.Optional(
-      Type.Array(Type.String({ maxLength: LIMITS.textLength }), {
+      Type.Array(Text({ maxLength: LIMITS.textLength }), {
         maxItems: LIMITS.tagFilters,
         description:
           `Only plants whose tag equals one of these exactly (code points, case matters; an empty value matches ` +
           `the empty tag). Repeat it for several tags, up to ${LIMITS.tagFilters}; each at most ` +
-          `${LIMITS.textLength} characters. Plants without a tag never match.`,
+          `${LIMITS.textLength} characters, no U+0000. Plants without a tag never match.`,
       }),
     ),
-    repeatable: true,
-    check(raw) {
-      const tags = [raw].flat();
-      if (tags.length > LIMITS.tagFilters) bad(`tag may be given at most ${LIMITS.tagFilters} times`);
-      for (const tag of tags) checkText('tag', tag, 0);
-      return tags;
-    },
   },
   text: {
     name: 'q',
     schema: Type.Optional(
-      Type.String({
+      Text({
         minLength: 1,
         maxLength: LIMITS.textLength,
         description:
@@ -55,8 +44,6 @@ export const FILTER_PARAMS = {
           `nothing else is normalised. 1 to ${LIMITS.textLength} characters, no U+0000; % _ * and \\ are plain characters.`,
       }),
     ),
-    repeatable: false,
-    check: (raw) => checkText('q', raw, 1),
   },
 } as const satisfies { [K in PlantFilterKey]-?: FilterParam<K> };
 

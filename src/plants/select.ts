@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { wholeValue } from '../patterns.js';
 import { PLANT_COLUMNS, serializePlant, toPlant } from '../plant-fields.js';
 import type { PlantRecord } from '../storage/types/plants.js';
-import { bad, single } from './checks.js';
+import { HttpError } from '../errors.js';
 
 /**
  * `select` on the reads (GET /plants, GET /plants/{id}), as PostgREST has it: a comma-separated list
@@ -35,24 +35,23 @@ export const SelectParam = Type.Optional(
 export const SelectQuery = Type.Object({ select: SelectParam }, { $id: 'SelectQuery' });
 export type SelectQuery = Static<typeof SelectQuery>;
 
-/** The `select` parameter as the fields it names, or a 400 naming `select` and the field. */
-export function checkSelect(raw: unknown): SelectableField[] | undefined {
-  const text = single('select', raw);
-  if (text === undefined) return undefined;
-  const fields: SelectableField[] = [];
+/**
+ * `select`'s pattern, with messages that name the unknown field, and what no pattern here says:
+ * each field at most once (the description says it).
+ */
+export function checkSelect(text: string): string {
+  const fields: string[] = [];
   for (const field of text.split(',')) {
     if (!(PLANT_COLUMNS as readonly string[]).includes(field)) {
-      bad(`select names an unknown field ${JSON.stringify(field)}; the fields are ${PLANT_COLUMNS.join(', ')}`);
+      throw new HttpError(
+        400,
+        `select names an unknown field ${JSON.stringify(field)}; the fields are ${PLANT_COLUMNS.join(', ')}`,
+      );
     }
-    if (fields.includes(field as SelectableField)) bad(`select names the field ${field} more than once`);
-    fields.push(field as SelectableField);
+    if (fields.includes(field)) throw new HttpError(400, `select names the field ${field} more than once`);
+    fields.push(field);
   }
-  return fields;
-}
-
-export function validateSelectQuery(query: unknown): SelectQuery {
-  const select = checkSelect((query as Record<string, unknown> | null)?.select);
-  return select === undefined ? {} : { select: select.join(',') };
+  return text;
 }
 
 export function selectionOf(select: string | undefined): Selection {

@@ -3,7 +3,14 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { errorResponses } from '../http/openapi.js';
 import { common, route, withBody } from './route-options.js';
-import { DeliveriesQuery, RecoverRequest, RecoverResult, WebhookDeliveries, WebhookIdParams } from './schemas.js';
+import {
+  DELIVERIES_LIMIT,
+  DeliveriesQuery,
+  RecoverRequest,
+  RecoverResult,
+  WebhookDeliveries,
+  WebhookIdParams,
+} from './schemas.js';
 import type { WebhookService } from './service.js';
 
 /** An endpoint's deliveries: the listing, and sending a window of failed events again. */
@@ -26,7 +33,13 @@ export function deliveryRoutes(fastify: FastifyInstance, webhooks: WebhookServic
         },
       },
     },
-    async (request) => webhooks.deliveries(request.account, request.params.id, request.query.limit!, request.deadline),
+    async (request) =>
+      webhooks.deliveries(
+        request.account,
+        request.params.id,
+        request.query.limit ?? DELIVERIES_LIMIT.default,
+        request.deadline,
+      ),
   );
 
   app.post(

@@ -1,17 +1,21 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { LIMITS } from '../limits.js';
 import { wholeValue } from '../patterns.js';
+import { Text } from '../text.js';
 import { PLANT_EVENT_TYPES, type PlantEventType } from '../events/plant-event.js';
 import type { DeliveryState } from '../storage/types/webhooks.js';
 import { MAX_URL_LENGTH } from './address-guard.js';
 
-/** The shapes of the /webhooks API, each with an `$id` (so an OpenAPI component) and an exact validator for inputs. */
+/**
+ * The shapes of the /webhooks API, each with an `$id` (so an OpenAPI component). An input's
+ * keywords are its checks (http/schema-check.ts); validate.ts adds only what they cannot say.
+ */
 
 export const DELIVERY_STATES: readonly DeliveryState[] = ['pending', 'delivered', 'failed'];
 export const DELIVERIES_LIMIT = { default: 100, max: 1000 } as const;
 
 /** What an endpoint id looks like (`ep_` and base64url), declared so that clients and testers can tell. */
-export const ENDPOINT_ID_PATTERN = wholeValue('ep_[A-Za-z0-9_-]{1,64}');
+const ENDPOINT_ID_PATTERN = wholeValue('ep_[A-Za-z0-9_-]{1,64}');
 const EndpointId = Type.String({ pattern: ENDPOINT_ID_PATTERN, description: 'The endpoint id (ep_...)' });
 
 const EventType = Type.Unsafe<PlantEventType>({ type: 'string', enum: [...PLANT_EVENT_TYPES] });
@@ -28,7 +32,10 @@ const Events = Type.Array(EventType, {
   minItems: 1,
   description: 'The event types sent to this endpoint; plant.created (the sample\'s "newPlant") by default',
 });
-const Description = Type.String({ maxLength: LIMITS.textLength, description: 'A note for people; empty by default' });
+const Description = Text({
+  maxLength: LIMITS.textLength,
+  description: 'A note for people, stored as sent: no U+0000, no unpaired surrogate; empty by default',
+});
 
 const endpointFields = {
   id: EndpointId,
@@ -167,7 +174,7 @@ export const WebhookDelivery = Type.Object(
 export type WebhookDelivery = Static<typeof WebhookDelivery>;
 export const WebhookDeliveries = Type.Array(Type.Ref(WebhookDelivery), { examples: [WebhookDelivery.examples] });
 
-/** A date-time input: its exact validator (validate.ts) hands it on as a Date. */
+/** A date-time input: its check (http/schema-check.ts) hands it on as a Date. */
 const TimestampInput = (description: string) => Type.Unsafe<Date>({ format: 'date-time', description, type: 'string' });
 
 export const RecoverRequest = Type.Object(

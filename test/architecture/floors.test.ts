@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
  */
 
 const FLOORS: readonly string[][] = [
-  ['limits', 'patterns'],
+  ['limits', 'patterns', 'text'],
   ['config', 'schemas', 'random-pool', 'version', 'thread-module', 'deadline'],
   ['plant-fields'],
   ['events'],

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decodeCursor, encodeCursor } from '../../src/plants/cursor.js';
 import { FILTER_PARAMS, filterOf, ListQuery } from '../../src/plants/list-query.js';
-import { validateListQuery } from '../../src/plants/validate.js';
+import { compileInput } from '../../src/http/schema-check.js';
+import { PLANT_INPUTS } from '../../src/plants/validate.js';
 import {
   canonicalFilter,
   onlyFilter,
@@ -10,6 +11,11 @@ import {
   type PlantFilter,
   type PlantFilterKey,
 } from '../../src/storage/plant-query.js';
+
+const validateListQuery = compileInput(ListQuery, {
+  source: 'text',
+  fields: PLANT_INPUTS.find(({ schema }) => schema === ListQuery)!.fields,
+}) as (query: unknown) => ListQuery;
 
 /** A value of each filter as its query parameter gives it: a filter added to PlantFilter must be named here. */
 const SAMPLES: { [K in PlantFilterKey]-?: string } = { tags: 'aroid', text: 'fern' };
