@@ -50,6 +50,8 @@ export interface DeliveryRow<Time> {
 }
 
 export interface ClaimRow<Time> {
+  /** PostgreSQL's ctid at the claim (LeasedKey), as text; SQLite has none. */
+  row?: string;
   account: string;
   endpoint_id: string;
   event_id: string;
@@ -83,6 +85,7 @@ export function toClaimed<Time>(row: ClaimRow<Time>, toDate: ToDate<Time>): Clai
     account: row.account,
     endpointId: row.endpoint_id,
     eventId: row.event_id,
+    row: row.row ?? null,
     eventType: row.event_type,
     payload: row.payload,
     attempts: row.attempts,

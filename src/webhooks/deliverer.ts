@@ -215,11 +215,11 @@ export class Deliverer {
 
   /** Writes what came of the attempt (with others: result-writer.ts). Never rejects. */
   private async record(delivery: ClaimedDelivery, result: AttemptResult) {
-    const { account, endpointId, eventId } = delivery;
+    const { account, endpointId, eventId, row } = delivery;
     try {
       this.refusals.note(account, endpointId, result);
       const record = afterAttempt(result, delivery.attempts, this.options.retrySchedule, Date.now());
-      await this.results.record({ key: { account, endpointId, eventId }, record });
+      await this.results.record({ key: { account, endpointId, eventId, row }, record });
       this.options.attempts.add(record.state === 'pending' ? 'retrying' : record.state);
       if (result.status === 410) await this.storage.disableEndpoint(account, endpointId, GONE_REASON);
     } catch (error) {

@@ -19,6 +19,9 @@ export function postgresDeliveries(sql: Sql): DeliveryStorage {
       // other; a row another committed claim leased meanwhile is re-checked and left out. Rows of
       // an account or endpoint with no room left are not read; of the rows locked, each endpoint
       // keeps to its room, and then each account (oldest first); the rest are left as they were.
+      // The rows picked are updated at their place (ctid: the lock keeps them there for the
+      // statement), and each result is written there too (LeasedKey): no index to choose, so no
+      // plan that depends on the table's statistics, which a fresh backlog has none of.
       const endpointAccounts = sql.array(share.endpoints.map((e) => e.account));
       const endpointIds = sql.array(share.endpoints.map((e) => e.endpointId));
       const endpointRooms = sql.array(share.endpoints.map((e) => e.room));
@@ -50,29 +53,28 @@ export function postgresDeliveries(sql: Sql): DeliveryStorage {
         ), by_endpoint AS (
           -- Of each, its due events in order, as many as it may take. (A LIMIT the planner can
           -- read: one it cannot estimate made it plan for the whole table, and compile the plan.)
-          SELECT d.account, d.endpoint_id, d.event_id, d.next_attempt_at, heads.room,
+          SELECT d.ctid, d.account, d.endpoint_id, d.next_attempt_at, heads.room,
                  row_number() OVER (PARTITION BY d.account, d.endpoint_id ORDER BY d.next_attempt_at) AS nth
           FROM heads CROSS JOIN LATERAL (
-            SELECT d.account, d.endpoint_id, d.event_id, d.next_attempt_at FROM webhook_deliveries d
+            SELECT d.ctid, d.account, d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
             WHERE d.account = heads.account AND d.endpoint_id = heads.endpoint_id AND d.state = 'pending'
               AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until < ${now})
             ORDER BY d.next_attempt_at LIMIT ${limit}
             FOR UPDATE SKIP LOCKED) d
         ), by_account AS (
-          SELECT b.account, b.endpoint_id, b.event_id, b.next_attempt_at,
+          SELECT b.ctid, b.account, b.next_attempt_at,
                  row_number() OVER (PARTITION BY b.account ORDER BY b.next_attempt_at) AS nth,
                  coalesce(r.room, ${perAccount}) AS room
           FROM by_endpoint b LEFT JOIN account_room r ON r.account = b.account
           WHERE b.nth <= b.room
         ), picked AS (
-          SELECT account, endpoint_id, event_id FROM by_account WHERE nth <= room
+          SELECT ctid FROM by_account WHERE nth <= room
           ORDER BY next_attempt_at LIMIT ${limit}
         )
         UPDATE webhook_deliveries d SET lease_owner = ${owner}, lease_until = ${leaseUntil}
         FROM picked, webhook_endpoints e
-        WHERE d.account = picked.account AND d.endpoint_id = picked.endpoint_id AND d.event_id = picked.event_id
-          AND e.account = d.account AND e.id = d.endpoint_id
-        RETURNING d.account, d.endpoint_id, d.event_id, d.event_type, d.payload, d.attempts,
+        WHERE d.ctid = picked.ctid AND e.account = d.account AND e.id = d.endpoint_id
+        RETURNING d.ctid::text AS row, d.account, d.endpoint_id, d.event_id, d.event_type, d.payload, d.attempts,
                   e.url, e.secret, e.previous_secret, e.previous_secret_until`;
       return rows.map((row) => toClaimed(row, POSTGRES_VALUES.date));
     },
@@ -90,13 +92,14 @@ export function postgresDeliveries(sql: Sql): DeliveryStorage {
       await sql`
         UPDATE webhook_deliveries d SET state = r.state, attempts = d.attempts + 1, next_attempt_at = r.next,
           last_status = r.status, last_error = r.error, lease_owner = NULL, lease_until = NULL, updated_at = now()
-        FROM unnest(${column((r) => r.key.account)}::text[], ${column((r) => r.key.endpointId)}::text[],
+        FROM unnest(${column((r) => r.key.row)}::tid[],
+                    ${column((r) => r.key.account)}::text[], ${column((r) => r.key.endpointId)}::text[],
                     ${column((r) => r.key.eventId)}::text[], ${column((r) => r.record.state)}::text[],
                     ${column((r) => r.record.nextAttemptAt)}::timestamptz[], ${column((r) => r.record.lastStatus)}::int[],
                     ${column((r) => r.record.lastError)}::text[])
-             AS r(account, endpoint_id, event_id, state, next, status, error)
-        WHERE d.account = r.account AND d.endpoint_id = r.endpoint_id AND d.event_id = r.event_id
-          AND d.lease_owner = ${owner}`;
+             AS r(row_at, account, endpoint_id, event_id, state, next, status, error)
+        WHERE d.ctid = r.row_at AND d.account = r.account AND d.endpoint_id = r.endpoint_id
+          AND d.event_id = r.event_id AND d.lease_owner = ${owner}`;
     },
 
     async disableEndpoint(account, endpointId, reason) {

@@ -91,7 +91,9 @@ export function sqliteDeliveries(deliveries: Database.Database): DeliveryStorage
       const now = Date.now();
       for (const { key, record: result } of results) {
         record.run({
-          ...key,
+          account: key.account,
+          endpointId: key.endpointId,
+          eventId: key.eventId,
           owner,
           state: result.state,
           next: result.nextAttemptAt?.getTime() ?? null,

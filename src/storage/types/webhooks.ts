@@ -61,8 +61,20 @@ export interface DeliveryKey {
   eventId: string;
 }
 
+/**
+ * A leased delivery's key, and where the store finds its row again without searching: on
+ * PostgreSQL the row's physical place (ctid) when it was claimed, so that writing a result needs no
+ * index and so no table statistics (without them, the planner looked rows up through the
+ * endpoint's index and read the whole endpoint's backlog for each); null on SQLite, whose key
+ * lookup always takes the primary key. A row changed since the claim (disabled, leased elsewhere)
+ * is not found there, as a lost lease is not.
+ */
+export interface LeasedKey extends DeliveryKey {
+  row: string | null;
+}
+
 /** A delivery leased to one process for one attempt, with what that attempt needs. */
-export interface ClaimedDelivery extends DeliveryKey, EndpointSecrets {
+export interface ClaimedDelivery extends LeasedKey, EndpointSecrets {
   eventType: PlantEventType;
   payload: string;
   /** Attempts made before this one. */
@@ -120,7 +132,7 @@ export interface WebhookStorage {
    * Writes the results of attempts and ends their leases, in one transaction; a delivery whose
    * lease `owner` no longer holds (another process took over) is left alone.
    */
-  recordAttempts(owner: string, results: Array<{ key: DeliveryKey; record: AttemptRecord }>): Promise<void>;
+  recordAttempts(owner: string, results: Array<{ key: LeasedKey; record: AttemptRecord }>): Promise<void>;
   /** A receiver said 410 Gone: the endpoint is disabled and its pending deliveries fail with `reason`. */
   disableEndpoint(account: string, endpointId: string, reason: string): Promise<void>;
   /** Removes delivered and failed deliveries last changed before `before`; how many. */
