@@ -22,6 +22,8 @@ const WINDOW_MS = 1_000;
 export const REDIS_BOUND_MS = 250;
 /** How often a Redis that went away is tried again. */
 const PROBE_EVERY_MS = 1_000;
+/** The longest the first connection (and each one after) may take to be made. */
+const CONNECT_TIMEOUT_MS = 2_000;
 /** The longest a connection may stay silent while commands wait on it before it is dialled again. */
 const SILENT_CONNECTION_MS = 1_000;
 /** The fewest milliseconds between two warnings that Redis is away. */
@@ -39,7 +41,7 @@ const WARN_EVERY_MS = 60_000;
 async function sharedRedis(url: string): Promise<Redis> {
   const { Redis } = await import('ioredis');
   return new Redis(url, {
-    connectTimeout: 2_000,
+    connectTimeout: CONNECT_TIMEOUT_MS,
     commandTimeout: REDIS_BOUND_MS,
     socketTimeout: SILENT_CONNECTION_MS,
     enableOfflineQueue: false,
@@ -135,6 +137,8 @@ async function rateLimitRoutes(app: FastifyInstance, config: RateLimitOptions) {
       outages.reachable();
       shared.probeNow();
     });
+    // A Redis that accepts the connection and then answers nothing (paused) is neither: its time is up.
+    setTimeout(() => shared.probeNow(), CONNECT_TIMEOUT_MS).unref();
     app.addHook('onClose', (_app, done) => {
       shared.close();
       redis.disconnect();

@@ -98,14 +98,16 @@ export interface FallbackWindows extends RateWindows {
  * command per request, each waiting out the bound) and probed every `probeEveryMs` until one
  * answers; requests are counted per process meanwhile, so the limit keeps protecting the service.
  * So they are until the shared windows first answer: a request that comes before the client has
- * connected is not an outage.
+ * connected is not an outage, and nothing is probed until the client says it is connected or
+ * lost (`probeNow`, `lost`), or its first connection's time is up: a probe timed from the start
+ * could come before a slow first connection and warn of an outage that never was.
  */
 export function fallbackWindows(shared: SharedWindows, local: RateWindows, fallback: Fallback): FallbackWindows {
   const { boundMs, probeEveryMs } = fallback;
   let away = true;
   let probing = false;
   let closed = false;
-  let nextProbe: NodeJS.Timeout | undefined = setTimeout(() => probe(), probeEveryMs).unref();
+  let nextProbe: NodeJS.Timeout | undefined;
 
   const goAway = (reason: string) => {
     away = true;

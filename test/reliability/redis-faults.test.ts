@@ -25,8 +25,6 @@ const BOUND_MS = 250;
  * normal time: the burst's requests all wake at the bound and are then served one after another.
  */
 const SLACK_MS = 300;
-/** The same seen from the clients, who share the cores with both servers. */
-const CLIENT_SLACK_MS = 400;
 /** A window and a little more: an account's next burst opens a new window everywhere. */
 const NEW_WINDOW_MS = 1_150;
 
@@ -138,7 +136,11 @@ function sharingPair(redis: () => TestRedis, { redisFirst = true } = {}) {
   return context;
 }
 
-/** Every request answered 200 or 429, none held past the bound, and each server counting alone. */
+/**
+ * Every request answered 200 or 429, none held past the bound, and each server counting alone. The
+ * bound is the servers' (the time each logged): the clients' times, printed beside it, add this
+ * process's and the machine's queueing, which are no promise of the product.
+ */
 function assertCountedPerProcess(b: Burst, normal: Burst, what: string) {
   assert.deepEqual(b.others, [], `${what}: every request is answered 200 or 429`);
   assert.equal(b.ok, 2 * LIMIT, `${what}: each server lets its own LIMIT through`);
@@ -146,10 +148,6 @@ function assertCountedPerProcess(b: Burst, normal: Burst, what: string) {
   assert.ok(
     b.serverSlowest <= normal.serverSlowest + BOUND_MS + SLACK_MS,
     `${what}: held ${b.serverSlowest.toFixed(0)} ms at most, normally ${normal.serverSlowest.toFixed(0)} ms`,
-  );
-  assert.ok(
-    b.slowest <= normal.slowest + BOUND_MS + CLIENT_SLACK_MS,
-    `${what}: answered in ${b.slowest.toFixed(0)} ms at most, normally ${normal.slowest.toFixed(0)} ms`,
   );
 }
 
