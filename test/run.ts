@@ -16,7 +16,8 @@ import { spec, tap } from 'node:test/reporters';
 const SLOWEST_FIRST = [
   'ops/rolling-restart.test.ts',
   'cli/copy.test.ts',
-  'ops/rolling-restart.test.ts',
+  'docs/running-the-tests.test.ts',
+  'webhooks/keeping-pace.test.ts',
   'reliability/postgres-restart.test.ts',
   'cli/cli.test.ts',
   'reliability/postgres-network.test.ts',
