@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { pg, pgbouncer } from '../helpers/engines.js';
+import { pg, pgbouncer, TEST_DATABASE_URL } from '../helpers/engines.js';
 import { pollUntil } from '../helpers/load.js';
 import { startPagePgbouncer, startPgbouncer } from '../helpers/pgbouncer.js';
 import { listPlants, postPlant } from '../helpers/http.js';
@@ -96,9 +96,9 @@ describe(
 
 describe("a login PgBouncer's own settings cannot serve is named with where to look", { skip }, () => {
   it('warns "bouncer config error" with the cause PgBouncer gives and its log', async () => {
-    const store = await pg.fresh();
     // auth_type = any needs a user= on the database's line, which the helper's configuration has not.
-    const bouncer = await startPgbouncer(store.url, { settings: 'auth_type = any\n' });
+    const bouncer = await startPgbouncer(TEST_DATABASE_URL, { settings: 'auth_type = any\n' });
+    const store = await pg.fresh();
     const url = new URL(store.url);
     url.port = String(bouncer.port);
     url.searchParams.set('prepare', 'false');
