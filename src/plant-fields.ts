@@ -8,7 +8,7 @@ import { Plant, type NewPlant, type PlantPatch } from './schemas.js';
  * values, `copy`'s columns, the page cache's cost, the `Plant` a response and an event carry, the
  * "same plant?" test, an update's effect, and which field a merge patch cannot remove.
  * `satisfies` ties it to the `Plant` schema: a field in one and not the other does not compile.
- * A new field is a line here, its migration in each engine, the schemas and the docs.
+ * Adding a field: docs/fields-and-filters.md (the files, and which test catches each one left out).
  */
 export const PLANT_FIELDS = {
   name: { required: true },

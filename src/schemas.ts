@@ -36,8 +36,8 @@ export const SelectedPlant = Type.Partial(
   {
     $id: 'SelectedPlant',
     description:
-      'A plant as a read answers it. Without select: exactly a Plant (name, and tag when the plant has one). ' +
-      'With select: the fields it names, in its order; tag is still omitted when the plant has none.',
+      'A plant as a read answers it. Without select: exactly a Plant (every field that has a value). ' +
+      'With select: the fields it names, in its order; a field without a value is still omitted.',
     examples: [{ id: 1, name: 'Monstera deliciosa', tag: 'aroid' }, { name: 'Sansevieria' }],
   },
 );
@@ -54,7 +54,7 @@ export const NewPlant = Type.Object(
       format: 'int64',
       description:
         'Identification number of the plant, unique within the account; exact over the whole signed 64-bit range. ' +
-        'Re-sending an id with the same name and tag returns the stored plant; with a different name or tag, 409.',
+        'Re-sending an id with the same value in every field returns the stored plant; with any field different, 409.',
     }),
     name: Text({
       minLength: 1,
@@ -177,7 +177,7 @@ export const NewPlants = Type.Array(Type.Ref(NewPlant), {
   maxItems: LIMITS.batchItems,
   description:
     `1 to ${LIMITS.batchItems} plants, each judged as POST /plants judges one. ` +
-    'An id given twice with a different name or tag is a 400 naming the later item.',
+    'An id given twice with any field different is a 400 naming the later item.',
   examples: [
     [
       { id: 1, name: 'Monstera deliciosa', tag: 'aroid' },

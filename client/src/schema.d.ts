@@ -81,7 +81,7 @@ export interface paths {
     put?: never;
     /**
      * Creates a new plant in the store
-     * @description Needs the plants:write scope. Body: JSON (application/json or application/*+json), at most 16 KiB. No type coercion. Re-sending the same id with the same name and tag is a safe retry (200, nothing duplicated). A 200 means the plant is durably stored. Its ETag is the one GET /plants/{id} answers, for a new plant and a retry alike: an update under If-Match needs no read first.
+     * @description Needs the plants:write scope. Body: JSON (application/json or application/*+json), at most 16 KiB. No type coercion. Re-sending the same id with the same value in every field is a safe retry (200, nothing duplicated). A 200 means the plant is durably stored. Its ETag is the one GET /plants/{id} answers, for a new plant and a retry alike: an update under If-Match needs no read first.
      */
     post: operations['addPlant'];
     delete?: never;
@@ -101,7 +101,7 @@ export interface paths {
     put?: never;
     /**
      * Creates many plants at once, all or nothing
-     * @description Needs the plants:write scope. Body: a JSON array of 1 to 1000 NewPlant (application/json or application/*+json), at most 1 MiB. Each item is judged as POST /plants judges one: the first bad item makes the whole request a 400 naming its index ([3].name); two items with the same id and different content, a 400 naming the later one; an item whose id the account holds with a different name or tag, a 409 naming its index. The whole array is judged before any stored plant is compared. In each case nothing is stored. Items repeating a stored plant exactly are safe retries, so re-sending a whole batch is safe. A 200 means every plant is durably stored (one transaction); one plant.created event per newly stored plant. The rate limit counts the request once.
+     * @description Needs the plants:write scope. Body: a JSON array of 1 to 1000 NewPlant (application/json or application/*+json), at most 1 MiB. Each item is judged as POST /plants judges one: the first bad item makes the whole request a 400 naming its index ([3].name); two items with the same id and different content, a 400 naming the later one; an item whose id the account holds with a different value in any field, a 409 naming its index. The whole array is judged before any stored plant is compared. In each case nothing is stored. Items repeating a stored plant exactly are safe retries, so re-sending a whole batch is safe. A 200 means every plant is durably stored (one transaction); one plant.created event per newly stored plant. The rate limit counts the request once.
      */
     post: operations['addPlants'];
     delete?: never;
@@ -133,7 +133,7 @@ export interface paths {
     head?: never;
     /**
      * Updates one plant (JSON merge patch)
-     * @description Needs the plants:write scope. Body: a JSON merge patch (RFC 7396; application/merge-patch+json or application/json) of name and/or tag; "tag": null removes the tag; name cannot be removed; an id in the body must equal the path's. With If-Match, a plant whose current ETag differs is left alone (412). Durable before the answer, like a create.
+     * @description Needs the plants:write scope. Body: a JSON merge patch (RFC 7396; application/merge-patch+json or application/json) of the plant's fields: a field absent stays as it is; null removes an optional field; a required field cannot be removed; an id in the body must equal the path's. With If-Match, a plant whose current ETag differs is left alone (412). Durable before the answer, like a create.
      */
     patch: operations['updatePlant'];
     trace?: never;
@@ -287,7 +287,7 @@ export interface components {
       tag?: string;
     };
     /**
-     * @description A plant as a read answers it. Without select: exactly a Plant (name, and tag when the plant has one). With select: the fields it names, in its order; tag is still omitted when the plant has none.
+     * @description A plant as a read answers it. Without select: exactly a Plant (every field that has a value). With select: the fields it names, in its order; a field without a value is still omitted.
      * @example {
      *       "id": 1,
      *       "name": "Monstera deliciosa",
@@ -316,7 +316,7 @@ export interface components {
     NewPlant: {
       /**
        * Format: int64
-       * @description Identification number of the plant, unique within the account; exact over the whole signed 64-bit range. Re-sending an id with the same name and tag returns the stored plant; with a different name or tag, 409.
+       * @description Identification number of the plant, unique within the account; exact over the whole signed 64-bit range. Re-sending an id with the same value in every field returns the stored plant; with any field different, 409.
        */
       id: number;
       /** @description The name of the plant: 1 to 256 characters, no U+0000 or unpaired surrogate, stored exactly as sent */
@@ -327,7 +327,7 @@ export interface components {
       [key: string]: unknown;
     };
     /**
-     * @description 1 to 1000 plants, each judged as POST /plants judges one. An id given twice with a different name or tag is a 400 naming the later item.
+     * @description 1 to 1000 plants, each judged as POST /plants judges one. An id given twice with any field different is a 400 naming the later item.
      * @example [
      *       {
      *         "id": 1,
@@ -554,7 +554,7 @@ export interface components {
     };
   };
   responses: {
-    /** @description Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), a value outside the limits its schema states (id outside int64, name empty or over 256 characters, tag over 256 characters, U+0000 in a text), or a bad query parameter (limit, tag, q, sort, or a cursor sent with other filters or order than it was made for). The message names the offending field or parameter; in a batch, with the index of the item ([3].name). */
+    /** @description Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), a value outside the limits its schema states (for instance id outside int64, a text empty where its schema needs one or longer than its maxLength, U+0000 in a text), or a bad query parameter (limit, tag, q, sort, or a cursor sent with other filters or order than it was made for). The message names the offending field or parameter; in a batch, with the index of the item ([3].name). */
     Error400: {
       headers: {
         [name: string]: unknown;
@@ -644,7 +644,7 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description Conflict with what is stored: for a create, the account already has a plant with this id and a different name or tag (in a batch, the message names the item: [3].id); for a new webhook endpoint, the account already has 16; for a recover, the endpoint is disabled. */
+    /** @description Conflict with what is stored: for a create, the account already has a plant with this id and a different value in any field (in a batch, the message names the item: [3].id); for a new webhook endpoint, the account already has 16; for a recover, the endpoint is disabled. */
     Error409: {
       headers: {
         [name: string]: unknown;

@@ -27,8 +27,8 @@ export const ERRORS = {
   400: {
     description:
       'Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), ' +
-      'a value outside the limits its schema states (id outside int64, name empty or over 256 characters, ' +
-      'tag over 256 characters, U+0000 in a text), or a bad query parameter (limit, tag, q, sort, or a cursor ' +
+      'a value outside the limits its schema states (for instance id outside int64, a text empty where its schema ' +
+      'needs one or longer than its maxLength, U+0000 in a text), or a bad query parameter (limit, tag, q, sort, or a cursor ' +
       'sent with other filters or order than it was made for). The message names the offending field or ' +
       'parameter; in a batch, with the index of the item ([3].name).',
     message: 'name must be a string',
@@ -61,7 +61,7 @@ export const ERRORS = {
   409: {
     description:
       'Conflict with what is stored: for a create, the account already has a plant with this id ' +
-      'and a different name or tag (in a batch, the message names the item: [3].id); for a new webhook ' +
+      'and a different value in any field (in a batch, the message names the item: [3].id); for a new webhook ' +
       'endpoint, the account already has 16; ' +
       'for a recover, the endpoint is disabled.',
     message: 'a different plant with id 1 already exists',

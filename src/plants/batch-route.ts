@@ -24,7 +24,7 @@ export function batchRoute(fastify: FastifyInstance, plants: PlantService) {
           '(application/json or application/*+json), at most 1 MiB. Each item is judged as POST /plants judges one: ' +
           'the first bad item makes the whole request a 400 naming its index ([3].name); two items with the same id ' +
           'and different content, a 400 naming the later one; an item whose id the account holds with a different ' +
-          'name or tag, a 409 naming its index. The whole array is judged before any stored plant is compared. ' +
+          'value in any field, a 409 naming its index. The whole array is judged before any stored plant is compared. ' +
           'In each case nothing is stored. Items repeating a stored plant exactly are safe retries, so re-sending ' +
           'a whole batch is safe. A 200 means every plant is durably stored (one transaction); one plant.created ' +
           'event per newly stored plant. The rate limit counts the request once.',

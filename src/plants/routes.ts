@@ -57,7 +57,7 @@ async function plantRoutesPlugin(fastify: FastifyInstance, { plants }: { plants:
         summary: 'Creates a new plant in the store',
         description:
           'Needs the plants:write scope. Body: JSON (application/json or application/*+json), at most 16 KiB. ' +
-          'No type coercion. Re-sending the same id with the same name and tag is a safe retry (200, nothing duplicated). ' +
+          'No type coercion. Re-sending the same id with the same value in every field is a safe retry (200, nothing duplicated). ' +
           'A 200 means the plant is durably stored. Its ETag is the one GET /plants/{id} answers, for a new ' +
           'plant and a retry alike: an update under If-Match needs no read first.',
         body: NewPlant,
@@ -120,7 +120,8 @@ async function plantRoutesPlugin(fastify: FastifyInstance, { plants }: { plants:
         summary: 'Updates one plant (JSON merge patch)',
         description:
           'Needs the plants:write scope. Body: a JSON merge patch (RFC 7396; application/merge-patch+json or ' +
-          'application/json) of name and/or tag; "tag": null removes the tag; name cannot be removed; an id in the ' +
+          "application/json) of the plant's fields: a field absent stays as it is; null removes an optional field; " +
+          'a required field cannot be removed; an id in the ' +
           "body must equal the path's. With If-Match, a plant whose current ETag differs is left alone (412). " +
           'Durable before the answer, like a create.',
         params: PlantIdParams,

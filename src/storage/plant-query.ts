@@ -22,7 +22,7 @@ export const PLANT_ORDERS = Object.keys(ORDERS) as PlantOrder[];
  * cursor's digest and the page cache's key (`canonicalFilter`) and each engine's choice of plan
  * (`onlyFilter`); what cannot be derived (the query parameter, the SQL) is a table keyed by
  * `keyof PlantFilter` in its place (plants/list-query.ts, each engine's plant-listing.ts), so a
- * filter added here and forgotten there does not compile.
+ * filter added here and forgotten there does not compile. Adding a filter: docs/fields-and-filters.md.
  */
 const FILTERS = {
   /** Only plants whose tag equals one of these exactly. A set: the same tags in another order are the same filter. */

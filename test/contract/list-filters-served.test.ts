@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import type { PlantFilterKey } from '../../src/storage/plant-query.js';
 import { ENGINES } from '../helpers/engines.js';
-import { allPages, call, postBatch } from '../helpers/http.js';
+import { allPages, call, nextLink, postBatch } from '../helpers/http.js';
 import { realServer } from '../helpers/suite.js';
 
 /**
@@ -10,7 +10,8 @@ import { realServer } from '../helpers/suite.js';
  * on each engine, paged and whole, before and after the same pages were cached unfiltered. A filter
  * added to storage/plant-query.ts must be given here (the type below does not compile without
  * it); one that an engine's SQL, a fast path made for another filter, the page cache's key or the
- * cursor's digest leaves out then fails here.
+ * cursor's digest leaves out then fails here (the digest: a cursor sent without one of its filters
+ * must be refused, else it pages on through plants that filter would have dropped).
  */
 
 interface Sample {
@@ -69,7 +70,7 @@ for (const engine of ENGINES) {
       for (const { sort, compare } of ORDERS) {
         for (const keys of COMBINATIONS) {
           const query = keys.map((key) => FILTERS[key].query).join('&');
-          it(`?${query}&sort=${sort}: whole, then by pages of 4 after the unfiltered pages were read`, async () => {
+          it(`?${query}&sort=${sort}: whole, then by pages of 4 after the unfiltered pages were read; its cursor refused without a filter`, async () => {
             const expected = stored
               .filter((plant) => keys.every((key) => FILTERS[key].keeps(plant)))
               .sort(compare)
@@ -88,6 +89,16 @@ for (const engine of ENGINES) {
             for (let round = 0; round < 2; round++) {
               const paged = await allPages(s.token, `${s.url}/plants?${query}&sort=${sort}&limit=4`);
               assert.deepEqual(paged.names, expected, `round ${round + 1}: the pages hold exactly those plants`);
+            }
+            const next = nextLink(await call(`${s.url}/plants?${query}&sort=${sort}&limit=4`, { token: s.token }));
+            // Fewer than a page of plants leaves no cursor to try; each filter alone leaves one.
+            if (keys.length === 1) assert.notEqual(next, null, 'a single filter keeps more than a page');
+            if (next === null) return;
+            for (const key of keys) {
+              const without = new URL(next);
+              for (const param of new URLSearchParams(FILTERS[key].query).keys()) without.searchParams.delete(param);
+              const reply = await call(without.href, { token: s.token });
+              assert.equal(reply.status, 400, `the cursor without ${key} answered ${reply.status}: ${reply.text}`);
             }
           });
         }
