@@ -58,6 +58,15 @@ function launch(command: string[], cwd: string, env: Record<string, string>) {
   return { child, output, exited };
 }
 
+/** A reader's project of their own, with the client linked in as `npm install /path/to/plant-store/client` does. */
+function readerProject(): string {
+  const project = mkdtempSync(join(tmpdir(), 'plant-store-reader-'));
+  writeFileSync(join(project, 'package.json'), '{ "name": "reader", "type": "module", "private": true }\n');
+  mkdirSync(join(project, 'node_modules'));
+  symlinkSync(join(ROOT, 'client'), join(project, 'node_modules', 'plant-store-client'), 'dir');
+  return project;
+}
+
 /** The pages in the order the README's index lists them, the README first and the client's last. */
 const READING_ORDER = [
   'README.md',
@@ -116,7 +125,7 @@ const NOT_RUN: Array<{ path: string; line: string; why: string }> = [
   {
     path: 'docs/pgbouncer.md',
     line: 'pgbouncer',
-    why: "the reader's PgBouncer (test/docs/pgbouncer-page.test.ts runs the page's)",
+    why: "the reader's PgBouncer (test/storage/pgbouncer.test.ts runs the page's files)",
   },
   { path: 'docs/data.md', line: 'db.internal', why: "the reader's PostgreSQL (test/cli runs copy and backup)" },
   { path: 'docs/data.md', line: 'plant-store-backups', why: "the reader's SQLite store (test/cli runs backup)" },
@@ -160,14 +169,7 @@ describe(
     let project = '';
 
     before(() => {
-      // A project of its own, with the client linked in as `npm install /path/to/plant-store/client` does.
-      project = mkdtempSync(join(tmpdir(), 'plant-store-readme-'));
-      writeFileSync(
-        join(project, 'package.json'),
-        '{ "name": "readme-programs", "type": "module", "private": true }\n',
-      );
-      mkdirSync(join(project, 'node_modules'));
-      symlinkSync(join(ROOT, 'client'), join(project, 'node_modules', 'plant-store-client'), 'dir');
+      project = readerProject();
     });
     after(() => rmSync(project, { recursive: true, force: true }));
 
@@ -224,10 +226,7 @@ describe("the client README's receiver verifies deliveries", () => {
   let project = '';
 
   before(() => {
-    project = mkdtempSync(join(tmpdir(), 'plant-store-receiver-'));
-    writeFileSync(join(project, 'package.json'), '{ "name": "readme-receiver", "type": "module", "private": true }\n');
-    mkdirSync(join(project, 'node_modules'));
-    symlinkSync(join(ROOT, 'client'), join(project, 'node_modules', 'plant-store-client'), 'dir');
+    project = readerProject();
     writeFileSync(join(project, 'receiver.mjs'), PROGRAMS.find((p) => p.name === 'receiver.mjs')!.text);
   });
   after(() => rmSync(project, { recursive: true, force: true }));
