@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type JWK, type JWTHeaderParameters } from 'jose';
 import { pg, sqlite } from '../helpers/engines.js';
 import { call, listPlants, postPlant, type Reply } from '../helpers/http.js';
@@ -175,8 +176,7 @@ const jwksArgs = (jwks: JwksServer, extra: string[] = []) => [
   ...extra,
 ];
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const afterCooldown = () => pause(COOLDOWN_MS + 150);
+const afterCooldown = () => sleep(COOLDOWN_MS + 150);
 
 let nextId = 1;
 /** A fresh account name per test, so tests never see each other's plants. */

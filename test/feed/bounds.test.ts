@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { openStorage } from '../../src/storage/open.js';
 import { ENGINES } from '../helpers/engines.js';
 import { call, postPlant } from '../helpers/http.js';
@@ -11,13 +12,11 @@ import { isErrorBody, realServer } from '../helpers/suite.js';
 
 /** The contract's "Kept alive", "Retained" and "Bounded" rules of GET /events, on real servers. */
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await pause(25);
+    await sleep(25);
   }
 }
 
@@ -113,7 +112,7 @@ for (const engine of ENGINES) {
       const revoked = runCli(['token', 'revoke', created.id, '--database', s.database]);
       assert.equal(revoked.status, 0, revoked.stderr);
       const start = Date.now();
-      await Promise.race([feed.ended, pause(5_000)]);
+      await Promise.race([feed.ended, sleep(5_000)]);
       const took = Date.now() - start;
       feed.close();
       // 1 s is the rule; the margin is for a loaded test machine.

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { issueToken } from '../../src/auth/api-tokens.js';
@@ -28,8 +29,6 @@ const READERS = 5;
 const ACCOUNT = 'commit-order';
 /** The most each proxy delays a chunk, each way. */
 const DELAY_MS = 15;
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Each transaction creates plants and, with `updates`, renames one the writer created before: a
@@ -162,7 +161,7 @@ for (const { engine, updates, how } of RUNS) {
           }
           cursor = session.got.at(-1) ?? session.from;
           if (!writing && session.got.length === 0) return;
-          await pause(Math.random() * 50);
+          await sleep(Math.random() * 50);
         }
       };
 
