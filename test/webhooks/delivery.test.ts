@@ -286,9 +286,10 @@ for (const engine of ENGINES_AND_POOLER) {
     describe('GET /webhooks/{id}/deliveries lists the events newest first', () => {
       it('shows id, type, state, attempts, last status or error, next attempt; limit bounds it', async () => {
         const { token, receiver, endpoint } = await subscriber();
+        // One after another, each delivered before the next is made: their order is known.
         for (let i = 1; i <= 3; i++) {
           await postPlant(s.url, token, { id: i, name: `p${i}` });
-          await sleep(20);
+          await receiver.waitFor(i);
         }
         const received = await receiver.waitFor(3);
         const list = await eventually('three delivered', async () => {
@@ -348,13 +349,24 @@ for (const engine of ENGINES_AND_POOLER) {
         receiver.answer = () => ({ status: 500 });
         await postPlant(s.url, token, { id: 1, name: 'metered' });
         await receiver.waitFor(1);
-        await sleep(200);
-        const text = (await call(`${s.url}/metrics`)).text;
+        const series = {
+          delivered: /^plant_store_webhook_deliveries_total\{outcome="delivered"\} (\d+)/m,
+          retrying: /^plant_store_webhook_deliveries_total\{outcome="retrying"\} (\d+)/m,
+          pending: /^plant_store_webhook_pending_events (\d+)/m,
+          oldest: /^plant_store_webhook_oldest_pending_age_seconds ([\d.e+-]+)/m,
+        };
+        let text = '';
         const value = (line: RegExp) => Number(line.exec(text)?.[1] ?? NaN);
-        assert.ok(value(/^plant_store_webhook_deliveries_total\{outcome="delivered"\} (\d+)/m) > 0);
-        assert.ok(value(/^plant_store_webhook_deliveries_total\{outcome="retrying"\} (\d+)/m) > 0);
-        assert.ok(value(/^plant_store_webhook_pending_events (\d+)/m) >= 1);
-        assert.ok(value(/^plant_store_webhook_oldest_pending_age_seconds ([\d.e+-]+)/m) > 0);
+        // The failed attempt is counted once its result is written, a moment after the receiver answered.
+        await eventually('the failed attempt counted', async () => {
+          text = (await call(`${s.url}/metrics`)).text;
+          return value(series.retrying) > 0 ? true : undefined;
+        });
+        const seen = `in /metrics:\n${text}`;
+        assert.ok(value(series.delivered) > 0, `the deliveries made so far are counted as delivered, ${seen}`);
+        assert.ok(value(series.retrying) > 0, `the failed attempt is counted as retrying, ${seen}`);
+        assert.ok(value(series.pending) >= 1, `its event is pending, ${seen}`);
+        assert.ok(value(series.oldest) > 0, `the oldest pending event has an age, ${seen}`);
       });
     });
   });
