@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { metric } from './http.js';
-import { LoadClient, lanes, sleep, type Answer } from './load.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LoadClient, lanes, type Answer } from './load.js';
 import { openFeed, type OpenFeed, type SseMessage } from './sse.js';
 
 /**

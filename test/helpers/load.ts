@@ -13,8 +13,6 @@ export function scaled<T>(short: T, long: T): T {
   return LONG ? long : short;
 }
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 // ---------------------------------------------------------------------------------------------
 // A keep-alive client (node:http) for load: fetch is slower than the server under test.
 
@@ -88,16 +86,6 @@ export function oneShot(
 /** Runs `worker` on `count` concurrent lanes until each returns. */
 export async function lanes(count: number, worker: (lane: number) => Promise<void>): Promise<void> {
   await Promise.all(Array.from({ length: count }, (_, lane) => worker(lane)));
-}
-
-/** Polls `check` until it is true or `timeoutMs` passes; returns whether it became true. */
-export async function pollUntil(check: () => boolean, timeoutMs: number, everyMs = 100): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    if (check()) return true;
-    if (Date.now() >= until) return false;
-    await sleep(everyMs);
-  }
 }
 
 /** A response handler that reads the whole body and resolves with status, headers and text. */

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { FaultLoad } from './fault-load.js';
-import { oneShot, sleep } from './load.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { oneShot } from './load.js';
 import { startServer, type RunningServer } from './server.js';
 
 /**

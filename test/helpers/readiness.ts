@@ -1,4 +1,4 @@
-import { sleep } from './load.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** /readyz asked every `everyMs` until stopped: each answer's status and when it came. */
 export function watchReadiness(url: string, everyMs = 25) {

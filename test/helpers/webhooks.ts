@@ -169,17 +169,6 @@ export async function deliveries(base: string, token: string, id: string): Promi
   return reply.json as DeliveryView[];
 }
 
-/** Polls until `check` returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
-
 export function patchPlant(base: string, token: string, id: string, body: unknown, headers = {}): Promise<Reply> {
   return call(`${base}/plants/${id}`, {
     method: 'PATCH',

@@ -8,7 +8,8 @@ import Database from 'better-sqlite3';
 import { watchReadiness } from '../helpers/readiness.js';
 import { FaultLoad } from '../helpers/fault-load.js';
 import { metric } from '../helpers/http.js';
-import { pollUntil, sleep } from '../helpers/load.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from '../helpers/wait.js';
 import { firstWriteAfter } from '../helpers/pg-faults.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
 
@@ -98,7 +99,7 @@ for (const writer of ['thread', 'inline'] as const) {
       times.freed = performance.now();
       times.writable = await firstWriteAfter(load, times.freed);
       const readyAgain = () => readiness.between(times.freed, Number.POSITIVE_INFINITY).find((a) => a.status === 200);
-      await pollUntil(() => readyAgain() !== undefined, 15_000, 5);
+      await eventually('/readyz answering 200 after the disk was freed', readyAgain, 15_000, 5);
       times.ready = readyAgain()?.at ?? Number.NaN;
       await sleep(1_000);
       await load.stop();

@@ -5,7 +5,8 @@ import { eventKeyOf, FaultLoad, undeliveredAfter } from '../helpers/fault-load.j
 import { Inspector } from '../helpers/inspector.js';
 import { workerPids } from '../helpers/proc.js';
 import { watchReadiness } from '../helpers/readiness.js';
-import { oneShot, sleep } from '../helpers/load.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { oneShot } from '../helpers/load.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
 import { Receiver, registerEndpoint, WEBHOOK_TEST_ARGS } from '../helpers/webhooks.js';
 

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { metric } from '../helpers/http.js';
-import { lanes, LoadClient, sleep } from '../helpers/load.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { lanes, LoadClient } from '../helpers/load.js';
 import { OWN_POSTGRES_SKIP, useOwnPostgres } from '../helpers/own-postgres.js';
 import {
   ANSWER_BOUND_MS,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
 import { pg } from '../helpers/engines.js';
-import { sleep } from '../helpers/load.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ANSWER_BOUND_MS, report, TIMEOUT_MS } from '../helpers/pg-faults.js';
 import { createToken, startServer, type RunningServer } from '../helpers/server.js';
 import { openStorage } from '../../src/storage/open.js';

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { PLANT_EVENT_TYPES } from '../../src/events/plant-event.js';
 import { assertPresent, PGBOUNCER } from '../helpers/binaries.js';
 import { metric } from '../helpers/http.js';
-import { sleep } from '../helpers/load.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { OWN_POSTGRES_SKIP, useOwnPostgres } from '../helpers/own-postgres.js';
 import {
   ANSWER_BOUND_MS,

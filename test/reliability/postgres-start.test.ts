@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { oneShot, sleep } from '../helpers/load.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { oneShot } from '../helpers/load.js';
 import { OWN_POSTGRES_SKIP, useOwnPostgres } from '../helpers/own-postgres.js';
 import { report, TIMEOUT_MS } from '../helpers/pg-faults.js';
 import { CLI, startServer, type RunningServer } from '../helpers/server.js';

@@ -9,7 +9,8 @@ import { openStorage } from '../../src/storage/open.js';
 import { testApp } from '../helpers/app.js';
 import { ENGINES, type Engine } from '../helpers/engines.js';
 import { createToken, runCli, startServer } from '../helpers/server.js';
-import { oneShot, sleep } from '../helpers/load.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { oneShot } from '../helpers/load.js';
 import { rawExchange } from '../helpers/raw-http.js';
 
 /**

@@ -5,7 +5,9 @@ import { describe, it } from 'node:test';
 import { sqlite } from '../helpers/engines.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
 import { assertErrorBody, parseResponses } from '../helpers/raw-http.js';
-import { pollUntil, scaled, sleep } from '../helpers/load.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { scaled } from '../helpers/load.js';
+import { eventually } from '../helpers/wait.js';
 import { openSockets } from '../helpers/proc.js';
 
 /**
@@ -143,10 +145,15 @@ function keepServing(server: RunningServer, token: string) {
 }
 
 /** The server's open sockets, once the fetch pool's idle ones are gone (files the store's threads open later are not counted). */
-async function settledSockets(server: RunningServer, atMost: number, withinMs: number): Promise<number> {
+/** Waits until the server holds at most `atMost` sockets, failing with `what` and the count it last saw. */
+async function socketsFreed(server: RunningServer, atMost: number, withinMs: number, what: string): Promise<void> {
   const pid = server.process.pid!;
-  await pollUntil(() => openSockets(pid) <= atMost, withinMs);
-  return openSockets(pid);
+  let open = openSockets(pid);
+  await eventually(
+    () => `${what}: at most ${atMost} open sockets, ${open} still open`,
+    () => ((open = openSockets(pid)) <= atMost ? true : undefined),
+    withinMs,
+  );
 }
 
 function assertTimeoutAnswer(ended: Ended, what: string) {
@@ -197,7 +204,7 @@ describe(
       assert.deepEqual(served.failures, [], 'everyone else was served');
       t.diagnostic(`well-behaved client: ${served.answered} rounds, slowest ${served.slowest} ms`);
       assert.ok(served.slowest < 2_000, `everyone else was served promptly (slowest ${served.slowest} ms)`);
-      assert.ok((await settledSockets(server, baseline + 2, 8_000)) <= baseline + 2, 'the sockets are freed');
+      await socketsFreed(server, baseline + 2, 8_000, 'the sockets are freed');
     });
 
     it('a request body that never finishes is answered 408 and dropped at the 30 s request time-out', async (t) => {
@@ -237,7 +244,7 @@ describe(
       assert.deepEqual(served.failures, [], 'everyone else was served');
       t.diagnostic(`well-behaved client: ${served.answered} rounds, slowest ${served.slowest} ms`);
       assert.ok(served.slowest < 2_000, `everyone else was served promptly (slowest ${served.slowest} ms)`);
-      assert.ok((await settledSockets(server, baseline + 2, 8_000)) <= baseline + 2, 'the sockets are freed');
+      await socketsFreed(server, baseline + 2, 8_000, 'the sockets are freed');
     });
 
     it(`${IDLE} connections that never send a byte are dropped at the headers time-out; ${KEPT_ALIVE} idle kept-alive ones at the 5 s keep-alive time-out`, async (t) => {
@@ -247,9 +254,10 @@ describe(
         slowClient(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'),
       );
       const pid = server.process.pid!;
-      assert.ok(
-        await pollUntil(() => openSockets(pid) >= baseline + IDLE, 5_000),
+      await eventually(
         `the server holds all ${IDLE} silent connections at once`,
+        () => (openSockets(pid) >= baseline + IDLE ? true : undefined),
+        5_000,
       );
 
       for (const e of await Promise.all(keptAlive)) {
@@ -275,10 +283,7 @@ describe(
       assert.deepEqual(served.failures, [], 'everyone else was served');
       t.diagnostic(`well-behaved client: ${served.answered} rounds, slowest ${served.slowest} ms`);
       assert.ok(served.slowest < 2_000, `everyone else was served promptly (slowest ${served.slowest} ms)`);
-      assert.ok(
-        (await settledSockets(server, baseline + 2, 8_000)) <= baseline + 2,
-        `the ${IDLE + KEPT_ALIVE} sockets are freed`,
-      );
+      await socketsFreed(server, baseline + 2, 8_000, `the ${IDLE + KEPT_ALIVE} sockets are freed`);
     });
   },
 );

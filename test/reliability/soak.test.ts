@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ENGINES } from '../helpers/engines.js';
 import { createToken, startServer } from '../helpers/server.js';
-import { LoadClient, lanes, scaled, sleep } from '../helpers/load.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LoadClient, lanes, scaled } from '../helpers/load.js';
 import { rssKiB } from '../helpers/proc.js';
 import { DEFAULTS } from '../../src/config.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { pg, pgbouncer, TEST_DATABASE_URL } from '../helpers/engines.js';
-import { pollUntil } from '../helpers/load.js';
+import { eventually } from '../helpers/wait.js';
 import { startPagePgbouncer, startPgbouncer } from '../helpers/pgbouncer.js';
 import { listPlants, postPlant } from '../helpers/http.js';
 import { runCli, startServer, type RunningServer } from '../helpers/server.js';
@@ -104,8 +104,11 @@ describe("a login PgBouncer's own settings cannot serve is named with where to l
     url.searchParams.set('prepare', 'false');
     const server = await startServer({ database: url.toString() });
     try {
-      const warned = await pollUntil(() => /"reason":"bouncer config error: /.test(server.output()), 10_000);
-      assert.ok(warned, `no warn line named the refusal:\n${server.output()}`);
+      await eventually(
+        () => `a warn line naming the refusal, in:\n${server.output()}`,
+        () => (/"reason":"bouncer config error: /.test(server.output()) ? true : undefined),
+        10_000,
+      );
       assert.match(
         server.output(),
         /auth_type = any without user=.*PgBouncer's log names the cause \(docs\/pgbouncer\.md\)/,

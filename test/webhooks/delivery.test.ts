@@ -8,7 +8,6 @@ import { realServer } from '../helpers/suite.js';
 import {
   deletePlant,
   deliveries,
-  eventually,
   patchPlant,
   patchWebhook,
   Receiver,
@@ -18,6 +17,7 @@ import {
   WEBHOOK_TEST_ARGS,
   type Endpoint,
 } from '../helpers/webhooks.js';
+import { eventually } from '../helpers/wait.js';
 
 /** Longer than one retry of the test schedule (1 s +-20 %), for "nothing more arrives". */
 const QUIET_MS = 2_500;

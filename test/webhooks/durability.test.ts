@@ -3,7 +3,8 @@ import { describe, it } from 'node:test';
 import { ENGINES, withFreshStore } from '../helpers/engines.js';
 import { postPlant } from '../helpers/http.js';
 import { startServer } from '../helpers/server.js';
-import { deliveries, eventually, Receiver, registerEndpoint, verify } from '../helpers/webhooks.js';
+import { deliveries, Receiver, registerEndpoint, verify } from '../helpers/webhooks.js';
+import { eventually } from '../helpers/wait.js';
 
 const ARGS = [
   '--webhook-allow-private',

@@ -4,14 +4,8 @@ import { openStorage } from '../../src/storage/open.js';
 import { ENGINES } from '../helpers/engines.js';
 import { postPlant } from '../helpers/http.js';
 import { isErrorBody, realServer } from '../helpers/suite.js';
-import {
-  createWebhook,
-  deliveries,
-  eventually,
-  patchWebhook,
-  Receiver,
-  registerEndpoint,
-} from '../helpers/webhooks.js';
+import { createWebhook, deliveries, patchWebhook, Receiver, registerEndpoint } from '../helpers/webhooks.js';
+import { eventually } from '../helpers/wait.js';
 
 /** Without --webhook-allow-private, as in production. */
 for (const engine of ENGINES) {
