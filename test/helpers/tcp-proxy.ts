@@ -10,6 +10,9 @@ import net from 'node:net';
  * delivered in order (so a COMMIT sent into the hole may still commit after the network is back),
  * and so is a close that happened meanwhile. A connection opened during the hole gets no answer
  * (its SYN is "dropped") until the heal; one its client gave up on meanwhile never reaches the target.
+ *
+ * A cut is an answer lost on the way back: the client's statement reaches the target, what the
+ * target answers does not, and the connection then breaks.
  */
 
 export interface TcpProxy {
@@ -25,6 +28,11 @@ export interface TcpProxy {
    * or restarts under it: a close (FIN) to the client, the target's side gone. Returns how many.
    */
   endAll(olderThanMs: number): number;
+  /**
+   * The next chunk a client sends that matches `pattern` goes through; from then on nothing comes
+   * back on that connection, and `afterMs` later both its sides are destroyed. Resolves once cut.
+   */
+  cutAfter(pattern: RegExp, afterMs: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -74,6 +82,7 @@ class Lane {
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const state = { held: false, latencyMs: 0 };
+  let armed: { pattern: RegExp; afterMs: number; cut: () => void } | null = null;
   const pairs = new Set<{
     client: net.Socket;
     openedAt: number;
@@ -84,6 +93,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
 
   const server = net.createServer((client) => {
     let upstream: net.Socket | null = null;
+    let answersLost = false;
     const toClient = new Lane(() => client, state);
     const toUpstream = new Lane(() => upstream, state);
     const pair = {
@@ -95,7 +105,9 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         if (upstream !== null || client.destroyed) return;
         upstream = net.connect(target.port, target.host);
         upstream.setNoDelay(true);
-        upstream.on('data', (chunk: Buffer) => toClient.push({ chunk }));
+        upstream.on('data', (chunk: Buffer) => {
+          if (!answersLost) toClient.push({ chunk });
+        });
         upstream.on('end', () => toClient.push({ end: true }));
         upstream.on('error', () => {});
         upstream.on('close', () => {
@@ -107,7 +119,18 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     };
     pairs.add(pair);
     client.setNoDelay(true);
-    client.on('data', (chunk: Buffer) => toUpstream.push({ chunk }));
+    client.on('data', (chunk: Buffer) => {
+      toUpstream.push({ chunk });
+      if (armed === null || !armed.pattern.test(chunk.toString('latin1'))) return;
+      const { afterMs, cut } = armed;
+      armed = null;
+      answersLost = true;
+      setTimeout(() => {
+        client.destroy();
+        upstream?.destroy();
+        cut();
+      }, afterMs);
+    });
     client.on('end', () => toUpstream.push({ end: true }));
     client.on('error', () => {});
     client.on('close', () => {
@@ -151,6 +174,11 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         ended++;
       }
       return ended;
+    },
+    cutAfter(pattern, afterMs) {
+      return new Promise((cut) => {
+        armed = { pattern, afterMs, cut };
+      });
     },
     async close() {
       state.held = false;
