@@ -14,6 +14,12 @@ const UNSIGNED_INTEGER = /^\d+$/;
 /** An integer in canonical decimal: an optional -, digits, no leading zero (`-0` aside, refused apart). */
 const CANONICAL_INTEGER = /^-?(?:0|[1-9]\d*)$/;
 
+/** A value of the wrong type refused: `null` by its own rule (a location may word it apart), else by `type`. */
+export function typeFailure(fail: (rule: Rule) => Fail): Fail {
+  const [wrongType, isNull] = [fail('type'), fail('null')];
+  return (value, at) => (value === null ? isNull : wrongType)(value, at);
+}
+
 function codePoints(value: string): number {
   let count = 0;
   for (const _ of value) count++;
@@ -22,14 +28,14 @@ function codePoints(value: string): number {
 
 export function stringCheck(schema: Schema, fail: (rule: Rule) => Fail): Check {
   const { minLength = 0, maxLength = Infinity } = schema;
-  const [wrongType, notNull, tooShort, tooLong] = [fail('type'), fail('null'), fail('minLength'), fail('maxLength')];
+  const [wrongType, tooShort, tooLong] = [typeFailure(fail), fail('minLength'), fail('maxLength')];
   const pattern = schema.pattern === undefined ? null : new RegExp(schema.pattern);
   const unmatched = pattern === null ? null : fail('pattern');
   const dateTime = schema.format === 'date-time';
   const notATime = dateTime ? fail('format') : null;
   const text = schema[TEXT] === true;
   return (value, at) => {
-    if (typeof value !== 'string') return (value === null ? notNull : wrongType)(value, at);
+    if (typeof value !== 'string') return wrongType(value, at);
     // The code points are counted only when the UTF-16 length leaves the answer open.
     if (value.length < minLength || (minLength > 1 && codePoints(value) < minLength)) tooShort(value, at);
     if (value.length > maxLength && codePoints(value) > maxLength) tooLong(value, at);
@@ -76,13 +82,13 @@ export function integerTextCheck(schema: Schema, fail: (rule: Rule) => Fail): Ch
  */
 export function int64Check(schema: Schema, fail: (rule: Rule) => Fail): Check {
   if (schema.format !== 'int64') throw new Error('a body integer must be format int64');
-  const [wrongType, notNull, outside] = [fail('type'), fail('null'), fail('range')];
+  const [wrongType, notNumber, outside] = [fail('type'), typeFailure(fail), fail('range')];
   return (value, at) => {
     if (typeof value === 'bigint') {
       if (value < LIMITS.int64Min || value > LIMITS.int64Max) outside(value, at);
       return value;
     }
-    if (typeof value !== 'number') (value === null ? notNull : wrongType)(value, at);
+    if (typeof value !== 'number') notNumber(value, at);
     if (value === Infinity || value === -Infinity) outside(value, at);
     if (!Number.isSafeInteger(value)) wrongType(value, at);
     return BigInt(value as number);

@@ -2,7 +2,7 @@ import type { TSchema } from '@sinclair/typebox';
 import { HttpError } from '../errors.js';
 import { defaultMessage } from './input-messages.js';
 import type { FieldRules, InputSource, Rule, Schema } from './input-rules.js';
-import { int64Check, integerTextCheck, stringCheck, type Check, type Fail } from './scalar-checks.js';
+import { int64Check, integerTextCheck, stringCheck, typeFailure, type Check, type Fail } from './scalar-checks.js';
 
 /**
  * An input schema as the check a request is held to. The schema (which the document serves) is
@@ -94,9 +94,9 @@ export function compileInput(
       case 'integer':
         return source === 'text' ? integerTextCheck(schema, fail) : int64Check(schema, fail);
       case 'boolean': {
-        const [wrongType, notNull] = [fail('type'), fail('null')];
+        const wrongType = typeFailure(fail);
         return (value, at) => {
-          if (typeof value !== 'boolean') (value === null ? notNull : wrongType)(value, at);
+          if (typeof value !== 'boolean') wrongType(value, at);
           return value;
         };
       }
@@ -117,12 +117,9 @@ export function compileInput(
         once: source === 'text' && property.type !== 'array' ? failure('once', property, path) : null,
       };
     });
-    const notObject = fail('type');
-    const notNull = fail('null');
+    const notObject = typeFailure(fail);
     return (value, at) => {
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-        (value === null ? notNull : notObject)(value, at);
-      }
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) notObject(value, at);
       const input = value as Record<string, unknown>;
       const output: Record<string, unknown> = {};
       // A query's shape (each parameter given once where it must be) is judged before any value.
@@ -149,9 +146,9 @@ export function compileInput(
         return items.map((each) => item(each, at));
       };
     }
-    const [notArray, notNull] = [fail('type'), fail('null')];
+    const notArray = typeFailure(fail);
     return (value, at) => {
-      if (!Array.isArray(value)) (value === null ? notNull : notArray)(value, at);
+      if (!Array.isArray(value)) notArray(value, at);
       const items = value as unknown[];
       if (items.length < minItems) tooFew(value, at);
       if (items.length > maxItems) tooMany(value, at);

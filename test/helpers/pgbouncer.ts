@@ -76,8 +76,8 @@ export async function startPgbouncer(target: string, { poolSize = 4, settings = 
     writeFileSync(join(dir, 'users.txt'), `"${decodeURIComponent(url.username || 'postgres')}" ""\n`, { mode: 0o644 });
     writeFileSync(join(dir, 'pgbouncer.log'), '');
     chmodSync(join(dir, 'pgbouncer.log'), 0o666); // written by `nobody` when started as root
-    // PgBouncer will not run as root; as root it is told to become `nobody`, who must read these files.
-    return { port, ini: ini(url, port, dir, poolSize) + settings, asRoot: ['-u', 'nobody'] };
+    // PgBouncer will not run as root; as root it is started as `nobody`, who must read these files.
+    return { port, ini: ini(url, port, dir, poolSize) + settings, user: 'nobody' };
   });
 }
 
@@ -101,7 +101,10 @@ export async function startPagePgbouncer(target: string, database: string): Prom
     const port = await freePort();
     const path = join(dir, 'userlist.txt');
     writeFileSync(path, `${userlist[1]!.replace('"plants"', JSON.stringify(user))}\n`, { mode: 0o600 });
-    if (process.getuid?.() === 0) chownSync(path, postgresUser().uid, postgresUser().gid);
+    if (process.getuid?.() === 0) {
+      const owner = userIds('postgres');
+      chownSync(path, owner.uid, owner.gid);
+    }
     const config = written
       .replace(
         'host=postgres port=5432 dbname=plants',
@@ -109,38 +112,36 @@ export async function startPagePgbouncer(target: string, database: string): Prom
       )
       .replace('listen_port = 6432', `listen_port = ${port}`)
       .replace('auth_file = /etc/pgbouncer/userlist.txt', `auth_file = ${path}`);
-    return { port, ini: config, asUser: process.getuid?.() === 0 ? postgresUser() : undefined };
+    return { port, ini: config, user: 'postgres' };
   });
   return { ...bouncer, password: userlist[2]! };
 }
 
-/** Debian's `postgres` user, whom the page's PgBouncer runs as. */
-function postgresUser(): { uid: number; gid: number } {
-  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+/** A user's ids, for PgBouncer started as that user (it refuses to run as root). */
+function userIds(user: string): { uid: number; gid: number } {
+  const id = (flag: string) => Number(execFileSync('id', [flag, user], { encoding: 'utf8' }).trim());
   return { uid: id('-u'), gid: id('-g') };
 }
 
 /**
  * Writes a configuration `configure` gives into a folder of its own and starts PgBouncer on it,
- * as `asUser` (as `sudo -u` would) or told `asRoot`'s flags when this process is root; resolves once
+ * as `user` when this process is root (as `sudo -u` would); resolves once
  * it accepts connections. Its output (or `logfile`) is kept for the errors.
  */
 async function launch(
-  configure: (
-    dir: string,
-  ) => Promise<{ port: number; ini: string; asRoot?: string[]; asUser?: { uid: number; gid: number } }>,
+  configure: (dir: string) => Promise<{ port: number; ini: string; user: string }>,
 ): Promise<Pgbouncer> {
   assertPresent(PGBOUNCER);
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-pgbouncer-'));
   chmodSync(dir, 0o755);
-  const { port, ini: config, asRoot = [], asUser } = await configure(dir);
+  const { port, ini: config, user } = await configure(dir);
   const iniPath = join(dir, 'pgbouncer.ini');
   writeFileSync(iniPath, config, { mode: 0o644 });
   const root = process.getuid?.() === 0;
-  const args = asUser !== undefined || !root ? [iniPath] : [...asRoot, iniPath];
+  const asUser = root ? userIds(user) : {};
   let printed = '';
   const start = () => {
-    const child = spawn(BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'], ...asUser });
+    const child = spawn(BINARY, [iniPath], { stdio: ['ignore', 'ignore', 'pipe'], ...asUser });
     child.stderr!.on('data', (chunk: Buffer) => (printed += chunk.toString()));
     child.unref();
     (child.stderr as unknown as { unref(): void }).unref();
