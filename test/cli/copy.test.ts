@@ -8,6 +8,7 @@ import type { PlantChange } from '../../src/storage/types/plants.js';
 import { ENGINES, withFreshStore, type Engine } from '../helpers/engines.js';
 import { call, listPlants, postPlant } from '../helpers/http.js';
 import { CLI, createToken, runCli, startServer } from '../helpers/server.js';
+import { eventually } from '../helpers/wait.js';
 
 /** Plain SQL on a store, outside the code under test; PostgreSQL's $1 is SQLite's ?. */
 async function query(url: string, text: string, params: unknown[] = []): Promise<Record<string, unknown>[]> {
@@ -195,11 +196,15 @@ for (const [fromEngine, toEngine] of PAIRS) {
               });
               const exited = new Promise((resolve) => child.on('exit', resolve));
               let seen = 0;
-              const deadline = Date.now() + 120_000;
-              while (seen < 2000 && Date.now() < deadline && child.exitCode === null) {
-                await new Promise((resolve) => setTimeout(resolve, 20));
-                seen = await count(to, 'plants').catch(() => 0); // no table until the copy has migrated the target
-              }
+              await eventually(
+                () => `2,000 plants copied or the copy ended (${seen} copied)`,
+                async () => {
+                  seen = await count(to, 'plants').catch(() => 0); // no table until the copy has migrated the target
+                  return seen >= 2000 || child.exitCode !== null || undefined;
+                },
+                120_000,
+                20,
+              );
               child.kill('SIGKILL');
               await exited;
               const before = await count(to, 'plants');

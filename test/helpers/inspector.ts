@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
+import { eventually } from './wait.js';
 
 /**
  * A client of Node's inspector (the Chrome DevTools Protocol over a WebSocket), enough to reach a
@@ -70,18 +71,15 @@ export class Inspector {
       });
       await this.call('NodeWorker.enable', { waitForDebuggerOnStart: false });
     }
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const sessions = [...this.workers].filter(([id, url]) => url.includes(module) && !skip.has(id));
-      const sessionId = sessions.at(-1)?.[0];
-      if (sessionId !== undefined) {
-        const message = JSON.stringify({ id: 1, method: 'Runtime.evaluate', params: { expression } });
-        await this.call('NodeWorker.sendMessageToWorker', { sessionId, message });
-        return sessionId;
-      }
-      if (Date.now() > deadline) throw new Error(`no worker thread started from ${module} is running`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    const sessionId = await eventually(
+      () => `a worker thread started from ${module}`,
+      () => [...this.workers].filter(([id, url]) => url.includes(module) && !skip.has(id)).at(-1)?.[0],
+      10_000,
+      10,
+    );
+    const message = JSON.stringify({ id: 1, method: 'Runtime.evaluate', params: { expression } });
+    await this.call('NodeWorker.sendMessageToWorker', { sessionId, message });
+    return sessionId;
   }
 
   close() {

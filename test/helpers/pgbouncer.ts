@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { assertPresent, PGBOUNCER } from './binaries.js';
 import { freePort } from './ports.js';
+import { eventually } from './wait.js';
 
 /**
  * A real PgBouncer (Debian's `pgbouncer`, which .ci/run installs) in transaction-pooling mode on a
@@ -35,21 +36,23 @@ logfile = ${join(dir, 'pgbouncer.log')}
 }
 
 async function accepting(port: number, child: ChildProcess, log: () => string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`pgbouncer exited with ${child.exitCode}:\n${log()}`);
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1');
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve(true);
+  await eventually(
+    () => `pgbouncer to listen on ${port}:\n${log()}`,
+    async () => {
+      if (child.exitCode !== null) throw new Error(`pgbouncer exited with ${child.exitCode}:\n${log()}`);
+      const listening = await new Promise<boolean>((resolve) => {
+        const socket = net.connect(port, '127.0.0.1');
+        socket.once('connect', () => {
+          socket.destroy();
+          resolve(true);
+        });
+        socket.once('error', () => resolve(false));
       });
-      socket.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`pgbouncer did not listen on ${port} within 10 s:\n${log()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+      return listening || undefined;
+    },
+    10_000,
+    50,
+  );
 }
 
 export interface Pgbouncer {

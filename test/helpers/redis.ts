@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import net from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from './ports.js';
+import { eventually } from './wait.js';
 
 /**
  * A real Redis owned by one test: `redis-server` on a free port of 127.0.0.1, keeping nothing on
@@ -52,12 +52,15 @@ export async function startRedis(): Promise<TestRedis> {
       started.stdout!.on('data', (chunk: Buffer) => (log += chunk.toString()));
       started.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
       exited = new Promise((resolve) => started.once('exit', () => resolve()));
-      const deadline = Date.now() + 10_000;
-      while (!(await pong(port, 500))) {
-        if (started.exitCode !== null) throw new Error(`redis-server exited with ${started.exitCode}:\n${log}`);
-        if (Date.now() > deadline) throw new Error(`redis-server did not answer on ${port} within 10 s:\n${log}`);
-        await sleep(20);
-      }
+      await eventually(
+        () => `redis-server to answer on ${port}:\n${log}`,
+        async () => {
+          if (started.exitCode !== null) throw new Error(`redis-server exited with ${started.exitCode}:\n${log}`);
+          return (await pong(port, 500)) || undefined;
+        },
+        10_000,
+        20,
+      );
     },
     async signal(signal) {
       child?.kill(signal);

@@ -1,8 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { call, type Reply } from './http.js';
+import { eventually } from './wait.js';
 
 /** A webhook receiver on 127.0.0.1, as a subscriber would run one, and the API calls the tests make. */
 
@@ -83,15 +83,15 @@ export class Receiver {
 
   /** Waits until `count` requests have arrived (matching `which`, when given). */
   async waitFor(count: number, which: (r: Received) => boolean = () => true, timeoutMs = 30_000): Promise<Received[]> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const matching = this.received.filter(which);
-      if (matching.length >= count) return matching;
-      if (Date.now() > deadline) {
-        throw new Error(`expected ${count} webhook requests, got ${matching.length} in ${timeoutMs} ms`);
-      }
-      await sleep(50);
-    }
+    return eventually(
+      () => `${count} webhook requests (${this.received.filter(which).length} arrived)`,
+      () => {
+        const matching = this.received.filter(which);
+        return matching.length >= count ? matching : undefined;
+      },
+      timeoutMs,
+      50,
+    );
   }
 
   /** Stops listening and cuts every connection, hanging ones included. */

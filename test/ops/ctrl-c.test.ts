@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { sqlite, withFreshStore } from '../helpers/engines.js';
 import { startServer } from '../helpers/server.js';
+import { eventually } from '../helpers/wait.js';
 
 /**
  * docs/operating.md#stopping: Ctrl-C stops the server as SIGTERM does, under `npm start` as under
@@ -46,13 +47,12 @@ class Terminal {
   }
 
   async waitFor(pattern: RegExp, timeoutMs = 30_000): Promise<RegExpExecArray> {
-    const until = Date.now() + timeoutMs;
-    for (;;) {
-      const match = pattern.exec(this.screen);
-      if (match) return match;
-      if (Date.now() > until) throw new Error(`no ${pattern} on the terminal:\n${this.screen}`);
-      await sleep(20);
-    }
+    return eventually(
+      () => `${pattern} on the terminal:\n${this.screen}`,
+      () => pattern.exec(this.screen) ?? undefined,
+      timeoutMs,
+      20,
+    );
   }
 
   ctrlC() {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { LogOutput } from '../../src/ops/log-output.js';
+import { eventually } from '../helpers/wait.js';
 
 describe('log lines are written in blocks, every line whole and in order', () => {
   const dir = mkdtempSync(join(tmpdir(), 'log-output-'));
@@ -51,9 +52,7 @@ describe('log lines are written in blocks, every line whole and in order', () =>
   it('writes what is waiting within 100 ms without being asked', async () => {
     const { out, read, close } = output();
     out.write('{"late":true}\n');
-    const deadline = Date.now() + 5_000;
-    while (read() === '' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    assert.equal(read(), '{"late":true}\n');
+    assert.equal(await eventually('the line written', () => read() || undefined, 5_000, 20), '{"late":true}\n');
     close();
   });
 });

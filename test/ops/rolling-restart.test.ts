@@ -5,7 +5,6 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { assertPresent, HAPROXY } from '../helpers/binaries.js';
 import { pg, withFreshStore } from '../helpers/engines.js';
 import { allPages } from '../helpers/http.js';
@@ -13,6 +12,7 @@ import { MixedLoad, tally } from '../helpers/mixed-load.js';
 import { freePort } from '../helpers/ports.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
 import { openFeed, type SseMessage } from '../helpers/sse.js';
+import { eventually } from '../helpers/wait.js';
 
 /**
  * docs/operating.md#behind-a-balancer: three instances on one PostgreSQL behind a real HAProxy that
@@ -65,11 +65,7 @@ async function serverStates(socket: string): Promise<Record<string, string>> {
 }
 
 async function until(what: string, condition: () => Promise<boolean>, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`not ${what} within ${timeoutMs} ms`);
-    await sleep(50);
-  }
+  await eventually(what, async () => (await condition().catch(() => false)) || undefined, timeoutMs, 50);
 }
 
 /**

@@ -10,6 +10,7 @@ import { allPages, call, listPlants } from '../helpers/http.js';
 import { MixedLoad, PATCHED_TAG, tally } from '../helpers/mixed-load.js';
 import { freePort } from '../helpers/ports.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
+import { eventually } from '../helpers/wait.js';
 
 /** A raw connection to the server, collecting what it answers. */
 class Connection {
@@ -25,11 +26,12 @@ class Connection {
   }
 
   async waitFor(text: string, timeoutMs = 20_000) {
-    const until = Date.now() + timeoutMs;
-    while (!this.received.includes(text)) {
-      if (Date.now() > until) throw new Error(`no "${text}" in ${JSON.stringify(this.received)}`);
-      await sleep(10);
-    }
+    await eventually(
+      () => `"${text}" in ${JSON.stringify(this.received)}`,
+      () => this.received.includes(text) || undefined,
+      timeoutMs,
+      10,
+    );
   }
 
   /** The final answer's status line and headers (after any 100 Continue). */

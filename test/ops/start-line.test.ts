@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { loggableStore } from '../../src/ops/start-line.js';
 import { ENGINES, withFreshStore } from '../helpers/engines.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
+import { eventually } from '../helpers/wait.js';
 
 const VERSION = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
@@ -19,16 +20,17 @@ interface LogLine {
 
 /** The JSON log lines written so far (the log is flushed at least every 100 ms). */
 async function logLines(server: RunningServer, wanted: (lines: LogLine[]) => boolean): Promise<LogLine[]> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const lines = server
+  const lines = () =>
+    server
       .stdout()
       .split('\n')
       .filter((line) => line.startsWith('{'))
       .map((line) => JSON.parse(line) as LogLine);
-    if (wanted(lines) || Date.now() > deadline) return lines;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  return eventually(
+    () => `the log line wanted; the log:\n${server.stdout()}`,
+    () => (wanted(lines()) ? lines() : undefined),
+    10_000,
+  );
 }
 
 const startLines = (lines: LogLine[]) => lines.filter((line) => line.msg === `plant-store ${VERSION} starting`);

@@ -11,6 +11,7 @@ import { TEST_CONFIG } from '../helpers/app.js';
 import { call, listPlants, postPlant } from '../helpers/http.js';
 import { runCli, startServer, type RunningServer } from '../helpers/server.js';
 import { startTracing, withSpan } from '../../src/ops/tracing.js';
+import { eventually } from '../helpers/wait.js';
 
 /** One span as an OTLP/HTTP JSON receiver sees it, attributes flattened. */
 interface ReceivedSpan {
@@ -99,11 +100,12 @@ class OtlpReceiver {
 
   /** The first span that matches, waiting for the exporter's next batch (generous: a loaded machine). */
   async find(matches: (span: ReceivedSpan) => boolean, timeoutMs = 20_000): Promise<ReceivedSpan> {
-    for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await sleep(50)) {
-      const span = this.spans.find(matches);
-      if (span) return span;
-    }
-    assert.fail(`no such span within ${timeoutMs} ms; received: ${this.spans.map((s) => s.name).join(', ')}`);
+    return eventually(
+      () => `such a span; received: ${this.spans.map((s) => s.name).join(', ')}`,
+      () => this.spans.find(matches),
+      timeoutMs,
+      50,
+    );
   }
 }
 

@@ -9,6 +9,7 @@ import { LoadClient, LONG } from '../helpers/load.js';
 import { createToken } from '../helpers/server.js';
 import { realServer } from '../helpers/suite.js';
 import { patchWebhook, registerEndpoint } from '../helpers/webhooks.js';
+import { eventually } from '../helpers/wait.js';
 
 /**
  * Item 2 of "webhooks that keep pace": a slow or failing endpoint takes nothing measurable from
@@ -93,9 +94,12 @@ for (const engine of ENGINES.filter((e) => e.name !== 'pgbouncer')) {
             const from = fast.arrivals.length;
             await createPlants(s.url, fastAccount, nextId, ROUND_EVENTS);
             nextId += ROUND_EVENTS;
-            const deadline = Date.now() + 60_000;
-            while (fast.arrivals.length < from + ROUND_EVENTS && Date.now() < deadline) await sleep(20);
-            const round = fast.arrivals.slice(from);
+            const round = await eventually(
+              () => `the fast endpoint's ${ROUND_EVENTS} events (${fast.arrivals.length - from} arrived)`,
+              () => (fast.arrivals.length >= from + ROUND_EVENTS ? fast.arrivals.slice(from) : undefined),
+              60_000,
+              20,
+            );
             assert.equal(round.length, ROUND_EVENTS, `the fast endpoint got ${round.length} of ${ROUND_EVENTS} events`);
             const low = round[Math.floor(ROUND_EVENTS * 0.1)]!;
             const high = round[Math.floor(ROUND_EVENTS * 0.9)]!;
@@ -214,12 +218,17 @@ for (const engine of ENGINES.filter((e) => e.name !== 'pgbouncer')) {
               sentDuringLoad.push((answering.arrivals.length - arrivedBefore) / loaded.created);
               // The backlog the load left goes out before the next round, so that it costs the
               // endpoint's side and not the other's (the API came first while the load lasted).
-              const deadline = Date.now() + 120_000;
               let before = -1;
-              while (answering.arrivals.length !== before && Date.now() < deadline) {
-                before = answering.arrivals.length;
-                await sleep(1_000);
-              }
+              await eventually(
+                () => `the backlog sent (${answering.arrivals.length} arrived, still arriving)`,
+                () => {
+                  const quiet = answering.arrivals.length === before;
+                  before = answering.arrivals.length;
+                  return quiet || undefined;
+                },
+                120_000,
+                1_000,
+              );
               if (round % 2 === 1) bare.push((await createRate(client, without, firstId)).perSecond);
             }
             // Each round's ratio: its two sides ran next to each other.
