@@ -11,9 +11,8 @@ import { CommitNotices } from './storage/commit-notices.js';
 import { FeedHub } from './feed/hub.js';
 import { changeFeed, hubSettings } from './feed/plugin.js';
 import { FeedCursors } from './feed/cursor.js';
-import { noteEarlyAnswer, checkRequestHead } from './http/client-errors.js';
+import { checkRequestHead, noteEarlyAnswer, parseJsonBody, refuseEncodedBody } from './http/intake.js';
 import { cors } from './http/cors.js';
-import { parseJsonBody, refuseEncodedBody } from './http/json-body.js';
 import { rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import { notFoundOrWrongMethod } from './http/routing.js';
@@ -52,15 +51,7 @@ async function plantStorePlugin(app: FastifyInstance, { config, storage, tracing
   app.setErrorHandler(errorHandler);
   app.setValidatorCompiler(inputValidatorCompiler);
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body, done) => {
-    // An operation that takes no body (DELETE, rotate-secret) ignores whatever a client sent.
-    if (request.routeOptions.schema?.body === undefined) return done(null, undefined);
-    try {
-      done(null, parseJsonBody(body as Buffer));
-    } catch (error) {
-      done(error as Error, undefined);
-    }
-  });
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, parseJsonBody);
   for (const schema of sharedSchemas) app.addSchema(schema);
   for (const schema of webhookSchemas) app.addSchema(schema);
 

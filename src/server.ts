@@ -6,7 +6,7 @@ import { plantStore } from './app.js';
 import { issueFirstToken } from './auth/api-tokens.js';
 import type { Config } from './config.js';
 import { frameworkErrorHandler } from './errors.js';
-import { clientErrorHandler, refuseConnect, refuseExpectation } from './http/client-errors.js';
+import { clientErrorHandler, refuseConnect, refuseExpectation } from './http/intake.js';
 import { sharedSerializers } from './http/shared-serializers.js';
 import { LIMITS } from './limits.js';
 import { answerMetricCollections } from './ops/cluster-metrics.js';

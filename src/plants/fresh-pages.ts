@@ -2,7 +2,7 @@ import { canonicalFilter, type PlantListing } from '../storage/plant-query.js';
 import type { Storage } from '../storage/types.js';
 import type { Page } from './page.js';
 import { PageCache } from './page-cache.js';
-import { AccountVersionsPerTurn, VersionPerTurn } from './per-turn.js';
+import { AccountVersionsPerTurn, VersionPerTurn } from './batched-reads.js';
 import { selectionKey, type Selection } from './select.js';
 
 /** The version a page is stamped with, and what part of it goes in the page's key. */

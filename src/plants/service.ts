@@ -1,9 +1,10 @@
+import { performance } from 'node:perf_hooks';
 import { HttpError } from '../errors.js';
 import { newEventId } from '../events/plant-event.js';
 import { fieldsOf, PLANT_FIELD_NAMES, samePlant, toPlant } from '../plant-fields.js';
 import { createsAcknowledged, plantsCreated, storageCommits, storageOperation } from '../ops/metrics.js';
 import type { HistogramSeries } from '../ops/histogram.js';
-import { startStorageCall } from '../ops/timed.js';
+import { startStorageSpan } from '../ops/tracing.js';
 import type { NewPlant, Plant, PlantPatch } from '../schemas.js';
 import { untilAborted } from '../deadline.js';
 import { groupCommit, type Write } from '../storage/group-commit.js';
@@ -11,10 +12,10 @@ import type { PlantFilter, PlantListing, PlantOrder } from '../storage/plant-que
 import type { Storage } from '../storage/types.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, Precondition, StoredPlant } from '../storage/types/plants.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
-import { newRevision } from './etag.js';
+import { randomPoolBytes } from '../random-pool.js';
 import { FreshPages } from './fresh-pages.js';
 import type { Page } from './page.js';
-import { turnEnd } from './per-turn.js';
+import { turnEnd } from './batched-reads.js';
 import type { Selection } from './select.js';
 
 /** What a client asks of a listing: its filters and order, where its previous page ended, and its fields. */
@@ -31,17 +32,32 @@ function listingOf(request: ListRequest): PlantListing {
   return { ...shape, after: request.cursor === undefined ? null : decodeCursor(shape, request.cursor) };
 }
 
-/** Runs one storage call, timed (ops/timed.ts), waiting for it no longer than the request's deadline. */
+/**
+ * Runs one storage call, waiting for it no longer than the request's deadline, timed into its
+ * series of `storageDuration` and, with traces on, in a span named by the operation.
+ */
 async function timed<T>(operation: HistogramSeries, deadline: AbortSignal | null, work: () => Promise<T>): Promise<T> {
-  const end = startStorageCall(operation);
+  const started = performance.now();
+  const endSpan = startStorageSpan(operation.labels.operation!);
   try {
     const result = await untilAborted(work(), deadline);
-    end();
+    endSpan();
     return result;
   } catch (error) {
-    end(error as Error);
+    endSpan(error as Error);
     throw error;
+  } finally {
+    operation.observe((performance.now() - started) / 1000);
   }
+}
+
+/**
+ * A plant's revision, its strong ETag (routes.ts): a random 63-bit number drawn anew at every
+ * change, so the tag moves whenever the plant does, and a plant deleted and created again never
+ * takes back an old tag (an editor holding one gets a 412, not a silent overwrite).
+ */
+function newRevision(): bigint {
+  return randomPoolBytes(8).readBigUInt64BE() >> 1n;
 }
 
 function noSuchPlant(id: bigint): HttpError {

@@ -1,4 +1,4 @@
-import { requireJsonBody } from '../http/json-body.js';
+import { requireJsonBody } from '../http/intake.js';
 import { TAGS } from '../http/openapi.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
 
