@@ -94,7 +94,11 @@ async function plantStorePlugin(app: FastifyInstance, { config, storage, tracing
   if (hub !== null) commits.listen((accounts) => hub.poke(accounts));
   const plantStore = commits.notifying(storage);
   await app.register(plantRoutes, {
-    plants: new PlantService(plantStore, { groupCommit: config.groupCommit, pageCacheBytes: config.pageCacheBytes }),
+    plants: new PlantService(plantStore, {
+      groupCommit: config.groupCommit,
+      pageCacheBytes: config.pageCacheBytes,
+      tracing,
+    }),
   });
   await app.register(changeFeed, { storage, cursors, hub, retentionMs: config.eventRetention });
 

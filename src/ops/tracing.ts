@@ -1,13 +1,13 @@
 import type { Config } from '../config.js';
 import { tracesWanted } from '../config/tracing-env.js';
-import type { SpanAttributes, SpanEnd, SpanHandle, Tracing } from './span-types.js';
+import type { SpanAttributes, SpanHandle, Tracing } from './span-types.js';
 
 /**
  * OpenTelemetry traces, on when OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_ variant) is set.
- * This file is all the rest of the service sees, and it imports no OpenTelemetry package: with
- * the variable unset none is loaded, no request hook is added, and the helpers below cost one
- * test of `active`. The SDK, the exporter and the request hooks are in tracing-sdk.ts, imported
- * only when traces are on.
+ * This file imports no OpenTelemetry package: with the variable unset none is loaded, no request
+ * hook is added, and withSpan costs one test of `active`. The SDK, the exporter and the request
+ * hooks are in tracing-sdk.ts, imported only when traces are on; the app hands the Tracing it
+ * starts to what makes spans of its own (the plants' storage calls).
  */
 
 let active: Tracing | undefined;
@@ -32,11 +32,4 @@ export function withSpan<T>(
   fn: (span: SpanHandle) => Promise<T>,
 ): Promise<T> {
   return active === undefined ? fn(NO_SPAN) : active.span(name, attributes, fn);
-}
-
-const NO_END: SpanEnd = () => {};
-
-/** Starts a storage call's span (`insert`, `list`, ...), a database client span; without tracing, nothing. */
-export function startStorageSpan(operation: string): SpanEnd {
-  return active === undefined ? NO_END : active.startStorageSpan(operation);
 }
