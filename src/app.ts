@@ -17,12 +17,11 @@ import { rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import { notFoundOrWrongMethod } from './http/routing.js';
 import { requestDeadline } from './http/request-deadline.js';
-import { gracefulStop } from './ops/graceful-stop.js';
-import { health } from './ops/health.js';
-import { dependencyErrors, measureUnreachable } from './ops/metrics.js';
-import { storeReport } from './ops/store-report.js';
-import { observability, type LogDestination } from './ops/observability.js';
-import type { Tracing } from './ops/span-types.js';
+import { gracefulStop } from './lifecycle/graceful-stop.js';
+import { health } from './lifecycle/health.js';
+import { dependencyErrors, measureUnreachable, storeReport } from './telemetry/metrics.js';
+import { observability, type LogDestination } from './telemetry/observability.js';
+import type { Tracing } from './telemetry/span-types.js';
 import { plantRoutes } from './plants/routes.js';
 import { PlantService } from './plants/service.js';
 import { sharedSchemas } from './schemas.js';
@@ -38,7 +37,7 @@ export interface AppOptions {
   storage: Storage;
   /** Where the request lines go: the destination of the instance's own logger (server.ts). */
   destination: LogDestination;
-  /** Present only when traces are on (ops/tracing.ts); absent, no tracing hook is added. */
+  /** Present only when traces are on (telemetry/tracing.ts); absent, no tracing hook is added. */
   tracing?: Tracing;
 }
 

@@ -3,27 +3,26 @@ import type { Writable } from 'node:stream';
 import closeWithGrace from 'close-with-grace';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { plantStore } from './app.js';
-import { issueFirstToken } from './auth/api-tokens.js';
+import { announceFirstToken, baseUrl, FIRST_TOKEN_LOGGED, issueFirstToken } from './auth/api-tokens.js';
 import type { Config } from './config.js';
 import { frameworkErrorHandler } from './errors.js';
 import { clientErrorHandler, refuseConnect, refuseExpectation } from './http/intake.js';
 import { sharedSerializers } from './http/shared-serializers.js';
 import { LIMITS } from './limits.js';
-import { answerMetricCollections } from './ops/cluster-metrics.js';
-import { onCtrlC } from './ops/ctrl-c.js';
-import { announceFirstToken, baseUrl, FIRST_TOKEN_LOGGED } from './ops/first-token.js';
-import { LogOutput } from './ops/log-output.js';
-import { lazyChildLogger, requestId, type LogDestination } from './ops/observability.js';
-import type { Tracing } from './ops/span-types.js';
-import { logStart } from './ops/start-line.js';
-import { STOP_WITHOUT_DRAIN, supervise } from './ops/supervisor.js';
+import { answerMetricCollections } from './telemetry/cluster-metrics.js';
+import { onCtrlC } from './lifecycle/ctrl-c.js';
+import { LogOutput } from './telemetry/log-output.js';
+import { lazyChildLogger, requestId, type LogDestination } from './telemetry/observability.js';
+import type { Tracing } from './telemetry/span-types.js';
+import { logStart } from './lifecycle/start-line.js';
+import { STOP_WITHOUT_DRAIN, supervise } from './lifecycle/supervisor.js';
 import { tracesWanted } from './config/tracing-env.js';
-import { startTracing } from './ops/tracing.js';
+import { startTracing } from './telemetry/tracing.js';
 import { openStorage } from './storage/open.js';
 import type { Storage } from './storage/types.js';
 
 /**
- * Standard output, written in blocks (ops/log-output.ts) instead of one write per line. One per
+ * Standard output, written in blocks (telemetry/log-output.ts) instead of one write per line. One per
  * process. The exit hook writes what is buffered: every path out (SIGTERM through
  * close-with-grace, an uncaught error, process.exit) passes through it, and only a SIGKILL loses
  * the last 100 ms of lines.
@@ -47,7 +46,7 @@ function serverOptions(config: Config, destination: LogDestination): FastifyServ
       redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
       stream: destination,
     },
-    // One line per request comes from ops/observability.ts instead of Fastify's two.
+    // One line per request comes from telemetry/observability.ts instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     // A request's child logger is made only when something logs through it.
     childLoggerFactory: lazyChildLogger,
@@ -75,13 +74,13 @@ export interface ServerDeps {
   storage: Storage;
   /** Where log lines go; standard output when absent. Tests pass a capture stream. */
   logStream?: Writable;
-  /** Present only when traces are on (ops/tracing.ts). */
+  /** Present only when traces are on (telemetry/tracing.ts). */
   tracing?: Tracing;
 }
 
 /** The Fastify instance with the server's options and the service (app.ts) registered on it; the tests build theirs here too. */
 export async function buildServer({ config, storage, logStream, tracing }: ServerDeps): Promise<FastifyInstance> {
-  // The request lines (ops/observability.ts) go to the same destination as pino's, so they keep
+  // The request lines (telemetry/observability.ts) go to the same destination as pino's, so they keep
   // their order among the other lines.
   const destination = logStream ?? bufferedStdout();
   const app = Fastify(serverOptions(config, destination));
@@ -131,7 +130,7 @@ async function whenStoreReady(
 }
 
 /**
- * One process serving HTTP until SIGTERM/SIGINT (ops/graceful-stop.ts says how it stops), then
+ * One process serving HTTP until SIGTERM/SIGINT (lifecycle/graceful-stop.ts says how it stops), then
  * "stopped" as the last log line and exit 0; exit 1 if requests still run after --shutdown-timeout.
  */
 async function serveHere(config: Config, store: Storage, firstToken: string | null) {
@@ -145,14 +144,14 @@ async function serveHere(config: Config, store: Storage, firstToken: string | nu
       delay: config.shutdownDelay + config.shutdownTimeout,
       logger: app.log,
       onTimeout: (delay) => app.log.error(`stopped: requests were still running ${delay} ms after the signal`),
-      // SIGINT is Ctrl-C's, which may come twice for one press (ops/ctrl-c.ts). A worker ignores
+      // SIGINT is Ctrl-C's, which may come twice for one press (lifecycle/ctrl-c.ts). A worker ignores
       // it: the terminal's reaches the whole process group, and it stops when its primary says.
       skip: ['SIGINT'],
     },
     async ({ signal, err, manual }) => {
       stopping = true;
       // Only SIGTERM drains: it comes from a supervisor or an orchestrator, with a balancer in front.
-      // A Ctrl-C (`manual`, ops/ctrl-c.ts) is a person at a terminal, and an error is no time to wait.
+      // A Ctrl-C (`manual`, lifecycle/ctrl-c.ts) is a person at a terminal, and an error is no time to wait.
       const drainMs = signal === 'SIGTERM' ? config.shutdownDelay : 0;
       if (err) app.log.error({ err }, 'stopping after an unexpected error');
       else if (drainMs > 0) app.log.info({ signal, drainMs }, 'stopping: draining, then finishing in-flight requests');

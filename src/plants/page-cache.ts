@@ -1,4 +1,4 @@
-import { pageCacheLookups } from '../ops/metrics.js';
+import { pageCacheLookups } from '../telemetry/metrics.js';
 import { plantCharacters } from '../plant-fields.js';
 import type { PlantRecord } from '../storage/types/plants.js';
 import type { Page } from './page.js';

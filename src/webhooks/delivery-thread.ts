@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
-import { threadCpuMicros } from '../ops/thread-cpu.js';
+import { threadCpuMicros } from '../telemetry/thread-cpu.js';
 import type { DeliverySource } from '../storage/types/webhooks.js';
 import { threadModule } from '../thread-module.js';
 import type { AttemptCounts } from './attempt-counts.js';

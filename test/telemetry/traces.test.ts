@@ -10,7 +10,7 @@ import { ENGINES, sqlite, type Engine } from '../helpers/engines.js';
 import { TEST_CONFIG } from '../helpers/app.js';
 import { call, listPlants, postPlant } from '../helpers/http.js';
 import { runCli, startServer, type RunningServer } from '../helpers/server.js';
-import { startTracing, withSpan } from '../../src/ops/tracing.js';
+import { startTracing, withSpan } from '../../src/telemetry/tracing.js';
 
 /** One span as an OTLP/HTTP JSON receiver sees it, attributes flattened. */
 interface ReceivedSpan {

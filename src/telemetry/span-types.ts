@@ -1,6 +1,6 @@
 import type { FastifyPluginCallback, FastifyRequest } from 'fastify';
 
-/** What tracing offers the rest of the service, whether or not the SDK is loaded (ops/tracing.ts). */
+/** What tracing offers the rest of the service, whether or not the SDK is loaded (telemetry/tracing.ts). */
 
 export type SpanAttributes = Record<string, string | number | boolean>;
 
