@@ -4,7 +4,7 @@ import { apiTokenVerifier } from './auth/api-token-verifier.js';
 import bearer from './auth/bearer.js';
 import type { Config } from './config.js';
 import { jwtIsOn } from './config/check.js';
-import { openApi } from './contract/openapi-document.js';
+import { openApi } from './contract/openapi.js';
 import { inputValidatorCompiler } from './contract/validation.js';
 import { errorHandler } from './errors.js';
 import { CommitNotices } from './storage/commit-notices.js';

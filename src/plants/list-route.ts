@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { JSON_CONTENT_TYPE } from '../errors.js';
-import { errorResponses, TAGS } from '../http/openapi.js';
+import { errorResponses, TAGS } from '../http/route-docs.js';
 import { prefersExactCount } from '../http/prefer.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
 import { SelectedPlants } from '../schemas.js';
@@ -45,11 +45,11 @@ export function listRoute(app: FastifyInstance, plants: PlantService) {
         summary: 'Returns all plants from the system that the user has access to',
         description:
           "Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says " +
-          'otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed; if the store fails ' +
+          'otherwise, and only those that match every filter given. Without limit, the whole list is streamed; if the store fails ' +
           'half-way the response is broken off (no closing ]), never ended short. With ' +
           'limit, when more plants remain, a Link header with rel="next" gives the next page, relative to the request URL; the cursor ' +
-          'in it carries the filters and order. Prefer: count=exact adds X-Total-Count. select=id,name,tag returns ' +
-          'those fields of each plant (the id as an exact int64), with every filter, order and page.',
+          'in it carries the filters and order. Prefer: count=exact adds X-Total-Count. select returns only the fields ' +
+          'it names of each plant (the id as an exact int64), with every filter, order and page.',
         querystring: ListQuery,
         headers: ListHeaders,
         response: {

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
 import { toPlant } from '../plant-fields.js';
 import { requireJsonBody, requireMergePatchBody } from '../http/intake.js';
-import { errorResponses, NoContent, TAGS } from '../http/openapi.js';
+import { errorResponses, NoContent, TAGS } from '../http/route-docs.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
 import { HttpError, JSON_CONTENT_TYPE } from '../errors.js';
 import {

@@ -3,7 +3,8 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { sharedSchemas } from '../schemas.js';
 import { docsPage } from './docs-page.js';
-import { ERROR_HEADERS, ERRORS, OTHER_ERRORS, TAG_DESCRIPTIONS, type ErrorStatus } from '../http/openapi.js';
+import type { Tag } from '../http/route-docs.js';
+import { type Media, type Response, sharedError } from './error-responses.js';
 import { X_WEBHOOKS } from '../webhooks/events-document.js';
 import { webhookSchemas } from '../webhooks/schemas.js';
 
@@ -14,18 +15,15 @@ A token reaches only its account's plants. Every non-2xx response is an \`Error\
 a known path with another method a 405 with an \`Allow\` header, and a request the HTTP parser rejects a 400.
 \`/healthz\`, \`/readyz\`, \`/metrics\`, \`/openapi.json\`, \`/openapi.yaml\` and \`/docs\` need no token.`;
 
+/** What each tag groups, in the order the docs page lists them. */
+const TAG_DESCRIPTIONS: Record<Tag, string> = {
+  plants: "The caller's account's plants: add and list them, and read, change or delete one by id.",
+  webhooks:
+    "The account's webhook endpoints, which receive signed plant.created, plant.updated and plant.deleted events.",
+  operations: 'Liveness, readiness and Prometheus metrics, for operators and load balancers; no token needed.',
+};
+
 /** The parts of the OpenAPI document that the finishing steps below read or write. */
-interface Media {
-  schema?: { $ref?: string };
-  example?: unknown;
-}
-interface Response {
-  $ref?: string;
-  description?: string;
-  headers?: object;
-  content?: Record<string, Media>;
-  links?: Record<string, object>;
-}
 interface Operation {
   operationId?: string;
   tags?: string[];
@@ -48,20 +46,6 @@ const CREATED_PLANT_LINKS = ['getPlant', 'updatePlant', 'deletePlant'];
 function refBodies({ schema, url }: { schema: FastifySchema; url: string }) {
   const $id = (schema?.body as { $id?: string } | undefined)?.$id;
   return { schema: $id !== undefined && SHARED.has($id) ? { ...schema, body: { $ref: `${$id}#` } } : schema, url };
-}
-
-function errorBody(description: string, example: object, headers?: object): Response {
-  const content = { 'application/json': { schema: { $ref: `${SCHEMAS}Error` }, example } };
-  return { description, ...(headers && { headers }), content };
-}
-
-/** The shared response for an `Error` response of this status, if there is one. */
-function sharedError(status: string): [name: string, response: Response] | undefined {
-  if (status === 'default') return ['OtherErrors', errorBody(OTHER_ERRORS.description, OTHER_ERRORS.example)];
-  const code = Number(status);
-  const error: { description: string; message: string } | undefined = ERRORS[code as ErrorStatus];
-  const headers = ERROR_HEADERS[code as ErrorStatus];
-  return error && [`Error${code}`, errorBody(error.description, { error: code, message: error.message }, headers)];
 }
 
 /**
