@@ -14,7 +14,7 @@ import type { ChangeOutcome, PlantChange, PlantRecord, Precondition, StoredPlant
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { randomPoolBytes } from '../random-pool.js';
 import { FreshPages } from './fresh-pages.js';
-import type { Page } from './page.js';
+import type { Page } from './page-cache.js';
 import { turnEnd } from './batched-reads.js';
 import type { Selection } from './select.js';
 
