@@ -90,7 +90,7 @@ async function plantStorePlugin(app: FastifyInstance, { config, storage, tracing
   const cursors = new FeedCursors(() => storage.feedKey());
   const hub =
     config.eventRetention > 0 ? new FeedHub(storage, cursors, { ...hubSettings(config), log: app.log }) : null;
-  if (hub !== null) commits.listen((accounts) => hub.poke(accounts));
+  if (hub !== null) commits.listen(hub.poke.bind(hub));
   const plantStore = commits.notifying(storage);
   await app.register(plantRoutes, {
     plants: new PlantService(plantStore, {

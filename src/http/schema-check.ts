@@ -94,7 +94,7 @@ function integerTextCheck(schema: Schema, fail: (rule: Rule) => Fail): Check {
 }
 
 /**
- * A body's integer, exact over int64: the body's numbers are read exactly (http/exact-number.ts),
+ * A body's integer, exact over int64: the body's numbers are read exactly (http/intake.ts),
  * so an integer beyond ±2^53 is a BigInt, one too long to hold is ±Infinity, and a fraction is
  * never mistaken for an integer.
  */

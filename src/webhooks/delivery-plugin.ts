@@ -36,7 +36,7 @@ async function deliveryPlugin(
           attempts,
           server: app.server,
         });
-  commits.listen(() => deliverer.poke());
+  commits.listen(deliverer.poke.bind(deliverer));
   reportBacklogOf(storage);
   reportAttemptsOf(attempts);
   let stopped: Promise<void> = Promise.resolve();
