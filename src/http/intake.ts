@@ -234,10 +234,12 @@ export function parseJsonBody(
   body: Buffer,
   done: (error: Error | null, body?: unknown) => void,
 ): void {
-  if (request.routeOptions.schema?.body === undefined) return done(null, undefined);
+  let parsed: unknown;
   try {
-    done(null, parseJson(body));
+    parsed = request.routeOptions.schema?.body === undefined ? undefined : parseJson(body);
   } catch (error) {
     done(error as Error, undefined);
+    return;
   }
+  done(null, parsed);
 }
