@@ -1,40 +1,29 @@
-import type { Writable } from 'node:stream';
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import { apiTokenVerifier } from './auth/api-token-verifier.js';
 import bearer from './auth/bearer.js';
 import type { Config } from './config.js';
 import { jwtIsOn } from './config/check.js';
-import { openApi } from './contract/openapi-document.js';
+import { openApi } from './contract/openapi.js';
 import { inputValidatorCompiler } from './contract/validation.js';
-import { errorHandler, frameworkErrorHandler } from './errors.js';
+import { errorHandler } from './errors.js';
 import { CommitNotices } from './storage/commit-notices.js';
 import { FeedHub } from './feed/hub.js';
 import { changeFeed, hubSettings } from './feed/plugin.js';
 import { FeedCursors } from './feed/cursor.js';
-import {
-  clientErrorHandler,
-  noteEarlyAnswer,
-  refuseConnect,
-  refuseExpectation,
-  checkRequestHead,
-} from './http/client-errors.js';
+import { checkRequestHead, noteEarlyAnswer, parseJsonBody, refuseEncodedBody } from './http/intake.js';
 import { cors } from './http/cors.js';
-import { parseJsonBody, refuseEncodedBody } from './http/json-body.js';
 import { rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import { notFoundOrWrongMethod } from './http/routing.js';
-import { sharedSerializers } from './http/shared-serializers.js';
 import { requestDeadline } from './http/request-deadline.js';
-import { gracefulStop } from './ops/graceful-stop.js';
-import { health } from './ops/health.js';
-import { LogOutput } from './ops/log-output.js';
-import { dependencyErrors, measureUnreachable } from './ops/metrics.js';
-import { storeReport } from './ops/store-report.js';
-import { lazyChildLogger, observability, requestId, type LogDestination } from './ops/observability.js';
-import type { Tracing } from './ops/span-types.js';
+import { gracefulStop } from './lifecycle/graceful-stop.js';
+import { health } from './lifecycle/health.js';
+import { dependencyErrors, measureUnreachable, storeReport } from './telemetry/metrics.js';
+import { observability, type LogDestination } from './telemetry/observability.js';
+import type { Tracing } from './telemetry/span-types.js';
 import { plantRoutes } from './plants/routes.js';
 import { PlantService } from './plants/service.js';
-import { LIMITS } from './limits.js';
 import { sharedSchemas } from './schemas.js';
 import type { Storage } from './storage/types.js';
 import { AddressGuard } from './webhooks/address-guard.js';
@@ -43,89 +32,25 @@ import { webhookRoutes } from './webhooks/routes.js';
 import { webhookSchemas } from './webhooks/schemas.js';
 import { WebhookService } from './webhooks/service.js';
 
-export interface AppDeps {
+export interface AppOptions {
   config: Config;
   storage: Storage;
-  /** Where log lines go; standard output when absent. Tests pass a capture stream. */
-  logStream?: Writable;
-  /** Present only when traces are on (ops/tracing.ts); absent, no tracing hook is added. */
+  /** Where the request lines go: the destination of the instance's own logger (server.ts). */
+  destination: LogDestination;
+  /** Present only when traces are on (telemetry/tracing.ts); absent, no tracing hook is added. */
   tracing?: Tracing;
 }
 
 /**
- * Standard output, written in blocks (ops/log-output.ts) instead of one write per line. One per
- * process. The exit hook writes what is buffered: every path out (SIGTERM through
- * close-with-grace, an uncaught error, process.exit) passes through it, and only a SIGKILL loses
- * the last 100 ms of lines.
+ * The whole service as one plugin, registered on an instance made with the server's options
+ * (server.ts). It is not encapsulated: its error handler, validator compiler, body parser and hooks
+ * are the instance's own, so that 404s and 405s answer like every route.
  */
-let stdoutDestination: LogOutput | undefined;
-
-function bufferedStdout() {
-  if (stdoutDestination === undefined) {
-    const destination = new LogOutput(1);
-    process.on('exit', () => destination.flush());
-    stdoutDestination = destination;
-  }
-  return stdoutDestination;
-}
-
-/** Process-level options; the server and the tests build the app with exactly these. */
-function serverOptions(config: Config, destination: LogDestination): FastifyServerOptions {
-  return {
-    logger: {
-      level: config.logLevel,
-      redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
-      stream: destination,
-    },
-    // One line per request comes from ops/observability.ts instead of Fastify's two.
-    logController: new LogController({ disableRequestLogging: true }),
-    // A request's child logger is made only when something logs through it.
-    childLoggerFactory: lazyChildLogger,
-    requestIdHeader: false,
-    genReqId: requestId,
-    // A path parameter of any length reaches its validator (a 400 naming `id`), rather than a 414
-    // from the router past 100 characters; the request line is bounded by Node's header limit.
-    routerOptions: { maxParamLength: 16 * 1024 },
-    return503OnClosing: false,
-    clientErrorHandler,
-    frameworkErrors: frameworkErrorHandler,
-    bodyLimit: LIMITS.bodyBytes,
-    // Behind a proxy, the client's address (--auth-failure-limit) comes from X-Forwarded-For.
-    trustProxy: config.trustProxy,
-    // Slow or idle clients must not hold sockets forever.
-    connectionTimeout: 60_000,
-    keepAliveTimeout: 5_000,
-    requestTimeout: 30_000,
-    schemaController: { compilersFactory: { buildSerializer: sharedSerializers } },
-  };
-}
-
-export async function buildApp({ config, storage, logStream, tracing }: AppDeps): Promise<FastifyInstance> {
-  // The request lines (ops/observability.ts) go to the same destination as pino's, so they keep
-  // their order among the other lines.
-  const destination = logStream ?? bufferedStdout();
-  const app = Fastify(serverOptions(config, destination));
-  app.server.headersTimeout = 10_000;
-  // Node checks the headers and request timeouts every 30 s by default, so a 10 s limit could
-  // hold a socket for 40 s; every second keeps each limit to within a second.
-  // Missing Host and CONNECT get the `Error` body here instead of Node's empty answers; every
-  // header field is kept, so that too many are refused (checkRequestHead), never dropped.
-  Object.assign(app.server, { connectionsCheckingInterval: 1_000, requireHostHeader: false, maxHeadersCount: 0 });
-  app.server.on('connect', refuseConnect);
-  app.server.on('checkExpectation', refuseExpectation);
-
+async function plantStorePlugin(app: FastifyInstance, { config, storage, tracing, destination }: AppOptions) {
   app.setErrorHandler(errorHandler);
   app.setValidatorCompiler(inputValidatorCompiler);
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body, done) => {
-    // An operation that takes no body (DELETE, rotate-secret) ignores whatever a client sent.
-    if (request.routeOptions.schema?.body === undefined) return done(null, undefined);
-    try {
-      done(null, parseJsonBody(body as Buffer));
-    } catch (error) {
-      done(error as Error, undefined);
-    }
-  });
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, parseJsonBody);
   for (const schema of sharedSchemas) app.addSchema(schema);
   for (const schema of webhookSchemas) app.addSchema(schema);
 
@@ -165,10 +90,14 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
   const cursors = new FeedCursors(() => storage.feedKey());
   const hub =
     config.eventRetention > 0 ? new FeedHub(storage, cursors, { ...hubSettings(config), log: app.log }) : null;
-  if (hub !== null) commits.listen((accounts) => hub.poke(accounts));
+  if (hub !== null) commits.listen(hub.poke.bind(hub));
   const plantStore = commits.notifying(storage);
   await app.register(plantRoutes, {
-    plants: new PlantService(plantStore, { groupCommit: config.groupCommit, pageCacheBytes: config.pageCacheBytes }),
+    plants: new PlantService(plantStore, {
+      groupCommit: config.groupCommit,
+      pageCacheBytes: config.pageCacheBytes,
+      tracing,
+    }),
   });
   await app.register(changeFeed, { storage, cursors, hub, retentionMs: config.eventRetention });
 
@@ -185,5 +114,6 @@ export async function buildApp({ config, storage, logStream, tracing }: AppDeps)
     endpointConcurrency: config.webhookEndpointConcurrency,
     retentionMs: config.webhookRetention,
   });
-  return app;
 }
+
+export const plantStore = fp(plantStorePlugin, { name: 'plant-store' });

@@ -19,7 +19,7 @@ import {
 import { defaultOf, type SettingSpec } from './config/setting.js';
 import { webhookSettings } from './config/webhook-settings.js';
 
-export { BAD_SETTING_EXIT, ConfigError } from './config/errors.js';
+export { BAD_SETTING_EXIT, ConfigError } from './config/setting.js';
 export type { LogLevel } from './config/parsers.js';
 export { toOption } from './config/setting.js';
 

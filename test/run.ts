@@ -14,7 +14,7 @@ import { spec, tap } from 'node:test/reporters';
 
 /** The files that take longest (wall time, measured on a 2-core VM, three files at once), started first so the others fill in around them. */
 const SLOWEST_FIRST = [
-  'ops/rolling-restart.test.ts',
+  'lifecycle/rolling-restart.test.ts',
   'cli/copy.test.ts',
   'docs/running-the-tests.test.ts',
   'webhooks/keeping-pace.test.ts',
@@ -36,8 +36,8 @@ const SLOWEST_FIRST = [
   'scale/stream-memory.test.ts',
   'reliability/crash-durability.test.ts',
   'reliability/own-parts.test.ts',
-  'ops/shutdown.test.ts',
-  'ops/traces.test.ts',
+  'lifecycle/shutdown.test.ts',
+  'telemetry/traces.test.ts',
   'scale/scale-out.test.ts',
   'contract/cors.test.ts',
   'docs/browser.test.ts',

@@ -75,7 +75,7 @@ export interface paths {
     };
     /**
      * Returns all plants from the system that the user has access to
-     * @description Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says otherwise, filtered by tag and q (ANDed) when given. Without limit, the whole list is streamed; if the store fails half-way the response is broken off (no closing ]), never ended short. With limit, when more plants remain, a Link header with rel="next" gives the next page, relative to the request URL; the cursor in it carries the filters and order. Prefer: count=exact adds X-Total-Count. select=id,name,tag returns those fields of each plant (the id as an exact int64), with every filter, order and page.
+     * @description Needs the plants:read scope. Only the caller's account's plants, in ascending id order unless sort says otherwise, and only those that match every filter given. Without limit, the whole list is streamed; if the store fails half-way the response is broken off (no closing ]), never ended short. With limit, when more plants remain, a Link header with rel="next" gives the next page, relative to the request URL; the cursor in it carries the filters and order. Prefer: count=exact adds X-Total-Count. select returns only the fields it names of each plant (the id as an exact int64), with every filter, order and page.
      */
     get: operations['listPlants'];
     put?: never;
@@ -554,7 +554,7 @@ export interface components {
     };
   };
   responses: {
-    /** @description Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), a value outside the limits its schema states (for instance id outside int64, a text empty where its schema needs one or longer than its maxLength, U+0000 in a text), or a bad query parameter (limit, tag, q, sort, or a cursor sent with other filters or order than it was made for). The message names the offending field or parameter; in a batch, with the index of the item ([3].name). */
+    /** @description Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), a value outside the limits its schema states (for instance id outside int64, a text empty where its schema needs one or longer than its maxLength, U+0000 in a text), or a bad query parameter (a cursor among them when sent with other filters or order than it was made for). The message names the offending field or parameter; in a batch, with the index of the item ([3].name). */
     Error400: {
       headers: {
         [name: string]: unknown;

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { untilAborted } from '../deadline.js';
-import { tokenLookups } from '../ops/metrics.js';
+import { tokenLookups } from '../telemetry/metrics.js';
 import type { Storage } from '../storage/types.js';
 import type { TokenRecord } from '../storage/types/tokens.js';
 import { invalidToken } from './errors.js';

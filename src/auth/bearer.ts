@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { apartFromDeadline } from '../http/request-deadline.js';
-import { authFailures } from '../ops/metrics.js';
+import { authFailures } from '../telemetry/metrics.js';
 import { TOKEN_PREFIX } from './api-tokens.js';
 import { AuthError, insufficientScope, invalidToken, missingCredentials } from './errors.js';
 import { FailureLimit } from './failure-limit.js';

@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { ConfigError } from './errors.js';
+import { ConfigError } from './setting.js';
 
 /** Whether bearer JWTs are verified: a JWKS URL or a public key is set. */
 export const jwtIsOn = (config: Pick<Config, 'jwtJwksUrl' | 'jwtPublicKey'>) =>

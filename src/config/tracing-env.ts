@@ -1,4 +1,4 @@
-import { ConfigError } from './errors.js';
+import { ConfigError } from './setting.js';
 
 /**
  * OpenTelemetry's own environment variables (OTEL_*), read here, in the config room, like every

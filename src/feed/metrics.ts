@@ -1,5 +1,5 @@
 import { Counter, Gauge } from 'prom-client';
-import { registry } from '../ops/metrics.js';
+import { registry } from '../telemetry/metrics.js';
 
 export const feedStreamsOpen = new Gauge({
   name: 'plant_store_feed_streams_open',

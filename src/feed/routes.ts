@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { untilAborted } from '../deadline.js';
 import { HttpError } from '../errors.js';
-import { errorResponses, TAGS } from '../http/openapi.js';
+import { errorResponses, TAGS } from '../http/route-docs.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
 import type { FeedStorage } from '../storage/types/feed.js';
 import { admitsEventStream } from './accept.js';

@@ -35,7 +35,7 @@ export interface InputRules {
   fields?: Record<string, FieldRules>;
 }
 
-/** A JSON body (exact numbers: http/exact-number.ts), or the text of a query or path. */
+/** A JSON body (exact numbers: http/intake.ts), or the text of a query or path. */
 export type InputSource = 'json' | 'text';
 
 /** The keywords of an input schema that its check reads (http/schema-check.ts knows no others). */

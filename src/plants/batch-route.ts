@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { requireJsonBody } from '../http/json-body.js';
-import { errorResponses, TAGS } from '../http/openapi.js';
+import { requireJsonBody } from '../http/intake.js';
+import { errorResponses, TAGS } from '../http/route-docs.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
 import { LIMITS } from '../limits.js';
 import { NewPlants, Plants } from '../schemas.js';

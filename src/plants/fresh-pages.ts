@@ -1,8 +1,8 @@
 import { canonicalFilter, type PlantListing } from '../storage/plant-query.js';
 import type { Storage } from '../storage/types.js';
-import type { Page } from './page.js';
+import type { Page } from './page-cache.js';
 import { PageCache } from './page-cache.js';
-import { AccountVersionsPerTurn, VersionPerTurn } from './per-turn.js';
+import { AccountVersionsPerTurn, VersionPerTurn } from './batched-reads.js';
 import { selectionKey, type Selection } from './select.js';
 
 /** The version a page is stamped with, and what part of it goes in the page's key. */
@@ -55,7 +55,7 @@ export class FreshPages {
 
   /**
    * The page from memory when nothing may have changed it; else `load`ed, and kept when nothing changed
-   * meanwhile. Kept per selection too: the page's JSON text is kept with it (json-bodies.ts).
+   * meanwhile. Kept per selection too: the page's JSON text is kept with it (list-route.ts).
    */
   async page(
     account: string,

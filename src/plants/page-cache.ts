@@ -1,7 +1,19 @@
-import { pageCacheLookups } from '../ops/metrics.js';
+import { pageCacheLookups } from '../telemetry/metrics.js';
 import { plantCharacters } from '../plant-fields.js';
 import type { PlantRecord } from '../storage/types/plants.js';
-import type { Page } from './page.js';
+
+/** One page of GET /plants, as the service hands it to the route and the page cache keeps it. */
+export interface Page {
+  /** With their ids: the route writes each as `select` asks (select.ts). */
+  plants: PlantRecord[];
+  /** Cursor of the next page, or null when nothing remains. */
+  next: string | null;
+  /**
+   * True when the page cache holds this very object and will hand it out again: nobody may
+   * change it, and what is derived from it (its JSON text) is worth keeping beside it.
+   */
+  shared: boolean;
+}
 
 /**
  * Per page and per plant: the objects, the array slot, the map entry and key, the JSON punctuation;

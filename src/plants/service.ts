@@ -1,9 +1,10 @@
+import { performance } from 'node:perf_hooks';
 import { HttpError } from '../errors.js';
 import { newEventId } from '../events/plant-event.js';
 import { fieldsOf, PLANT_FIELD_NAMES, samePlant, toPlant } from '../plant-fields.js';
-import { createsAcknowledged, plantsCreated, storageCommits, storageOperation } from '../ops/metrics.js';
-import type { HistogramSeries } from '../ops/histogram.js';
-import { startStorageCall } from '../ops/timed.js';
+import { createsAcknowledged, plantsCreated, storageCommits, storageOperation } from '../telemetry/metrics.js';
+import type { HistogramSeries } from '../telemetry/histogram.js';
+import type { SpanEnd, Tracing } from '../telemetry/span-types.js';
 import type { NewPlant, Plant, PlantPatch } from '../schemas.js';
 import { untilAborted } from '../deadline.js';
 import { groupCommit, type Write } from '../storage/group-commit.js';
@@ -11,10 +12,10 @@ import type { PlantFilter, PlantListing, PlantOrder } from '../storage/plant-que
 import type { Storage } from '../storage/types.js';
 import type { ChangeOutcome, PlantChange, PlantRecord, Precondition, StoredPlant } from '../storage/types/plants.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
-import { newRevision } from './etag.js';
+import { randomPoolBytes } from '../random-pool.js';
 import { FreshPages } from './fresh-pages.js';
-import type { Page } from './page.js';
-import { turnEnd } from './per-turn.js';
+import type { Page } from './page-cache.js';
+import { turnEnd } from './batched-reads.js';
 import type { Selection } from './select.js';
 
 /** What a client asks of a listing: its filters and order, where its previous page ended, and its fields. */
@@ -31,17 +32,15 @@ function listingOf(request: ListRequest): PlantListing {
   return { ...shape, after: request.cursor === undefined ? null : decodeCursor(shape, request.cursor) };
 }
 
-/** Runs one storage call, timed (ops/timed.ts), waiting for it no longer than the request's deadline. */
-async function timed<T>(operation: HistogramSeries, deadline: AbortSignal | null, work: () => Promise<T>): Promise<T> {
-  const end = startStorageCall(operation);
-  try {
-    const result = await untilAborted(work(), deadline);
-    end();
-    return result;
-  } catch (error) {
-    end(error as Error);
-    throw error;
-  }
+const NO_SPAN: SpanEnd = () => {};
+
+/**
+ * A plant's revision, its strong ETag (routes.ts): a random 63-bit number drawn anew at every
+ * change, so the tag moves whenever the plant does, and a plant deleted and created again never
+ * takes back an old tag (an editor holding one gets a 412, not a silent overwrite).
+ */
+function newRevision(): bigint {
+  return randomPoolBytes(8).readBigUInt64BE() >> 1n;
 }
 
 function noSuchPlant(id: bigint): HttpError {
@@ -64,13 +63,20 @@ function appliedPlant(id: bigint, outcome: ChangeOutcome): StoredPlant {
  */
 export class PlantService {
   private readonly write: Write;
+  private readonly startSpan: (operation: string) => SpanEnd;
   /** Null when the engine cannot tell when others commit (see FreshPages.of): then nothing is cached. */
   private readonly pages: FreshPages | null;
 
   constructor(
     private readonly storage: Storage,
-    options: { groupCommit: boolean; pageCacheBytes: number },
+    options: {
+      groupCommit: boolean;
+      pageCacheBytes: number;
+      /** Present only when traces are on: each storage call is then a span too. */
+      tracing?: Pick<Tracing, 'startStorageSpan'> | undefined;
+    },
   ) {
+    this.startSpan = options.tracing?.startStorageSpan.bind(options.tracing) ?? (() => NO_SPAN);
     this.pages = FreshPages.of(storage, options.pageCacheBytes);
     // Own commits drop only the pages of the accounts they wrote (see FreshPages).
     const pages = this.pages;
@@ -84,12 +90,31 @@ export class PlantService {
   }
 
   /**
+   * Runs one storage call, waiting for it no longer than the request's deadline, timed into its
+   * series of `storageDuration` and, with traces on, in a span named by the operation.
+   */
+  private async timed<T>(operation: HistogramSeries, deadline: AbortSignal | null, work: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    const endSpan = this.startSpan(operation.labels.operation!);
+    try {
+      const result = await untilAborted(work(), deadline);
+      endSpan();
+      return result;
+    } catch (error) {
+      endSpan(error as Error);
+      throw error;
+    } finally {
+      operation.observe((performance.now() - started) / 1000);
+    }
+  }
+
+  /**
    * Stores the plant, or confirms a retry of it; a different plant under the same id is a 409.
    * Answers the stored plant, its revision that of the plant as stored (a retry's, the first create's).
    */
   async create(account: string, input: NewPlant, deadline: AbortSignal | null): Promise<StoredPlant> {
     const plant: StoredPlant = { id: input.id, ...fieldsOf(input), revision: newRevision() };
-    const outcome = await timed(storageOperation.insert, null, () =>
+    const outcome = await this.timed(storageOperation.insert, null, () =>
       this.write({ kind: 'create', account, plant, eventId: newEventId() }, deadline),
     );
     const stored = appliedPlant(plant.id, outcome);
@@ -109,7 +134,7 @@ export class PlantService {
   async createMany(account: string, inputs: NewPlant[], deadline: AbortSignal | null): Promise<Plant[]> {
     const plants = inputs.map((input): StoredPlant => ({ id: input.id, ...fieldsOf(input), revision: newRevision() }));
     const eventIds = plants.map(() => newEventId());
-    const outcome = await timed(storageOperation.insert, null, () =>
+    const outcome = await this.timed(storageOperation.insert, null, () =>
       this.write({ kind: 'create-many', account, plants, eventIds }, deadline),
     );
     if (outcome.status === 'conflict') {
@@ -124,7 +149,7 @@ export class PlantService {
 
   async get(account: string, id: bigint, deadline: AbortSignal | null): Promise<StoredPlant> {
     await turnEnd();
-    const plant = await timed(storageOperation.get, deadline, () => this.storage.getPlant(account, id));
+    const plant = await this.timed(storageOperation.get, deadline, () => this.storage.getPlant(account, id));
     if (plant === null) throw noSuchPlant(id);
     return plant;
   }
@@ -144,7 +169,7 @@ export class PlantService {
     );
     const change: PlantChange = { kind: 'update', account, id, set, revision: newRevision(), eventId: newEventId() };
     if (precondition) change.precondition = precondition;
-    return appliedPlant(id, await timed(storageOperation.update, null, () => this.write(change, deadline)));
+    return appliedPlant(id, await this.timed(storageOperation.update, null, () => this.write(change, deadline)));
   }
 
   async remove(
@@ -155,7 +180,7 @@ export class PlantService {
   ): Promise<void> {
     const change: PlantChange = { kind: 'delete', account, id, eventId: newEventId() };
     if (precondition) change.precondition = precondition;
-    appliedPlant(id, await timed(storageOperation.delete, null, () => this.write(change, deadline)));
+    appliedPlant(id, await this.timed(storageOperation.delete, null, () => this.write(change, deadline)));
   }
 
   async page(account: string, limit: number, request: ListRequest, deadline: AbortSignal | null): Promise<Page> {
@@ -168,7 +193,9 @@ export class PlantService {
   }
 
   private async readPage(account: string, listing: PlantListing, limit: number): Promise<Page> {
-    const rows = await timed(storageOperation.list, null, () => this.storage.listPlants(account, listing, limit + 1));
+    const rows = await this.timed(storageOperation.list, null, () =>
+      this.storage.listPlants(account, listing, limit + 1),
+    );
     const more = rows.length > limit;
     const last = rows[limit - 1]!;
     return {
@@ -180,7 +207,7 @@ export class PlantService {
 
   /** How many plants of the account match the filter, over all pages. */
   count(account: string, filter: PlantFilter, deadline: AbortSignal | null): Promise<number> {
-    return timed(storageOperation.list, deadline, () => this.storage.countPlants(account, filter));
+    return this.timed(storageOperation.list, deadline, () => this.storage.countPlants(account, filter));
   }
 
   /** Every plant of the listing from the cursor on; a bad cursor throws here, before any byte is sent. */

@@ -3,9 +3,8 @@ import fp from 'fastify-plugin';
 import type { CommitNotices } from '../storage/commit-notices.js';
 import type { Storage } from '../storage/types.js';
 import type { AddressGuard } from './address-guard.js';
-import { apiSaturation } from './saturation.js';
 import { Deliverer } from './deliverer.js';
-import { DeliveryThread } from './delivery-thread.js';
+import { apiSaturation, DeliveryThread } from './delivery-thread.js';
 import { AttemptCounts } from './attempt-counts.js';
 import type { DeliverySettings } from './delivery-types.js';
 import { reportAttemptsOf, reportBacklogOf } from './metrics.js';
@@ -37,7 +36,7 @@ async function deliveryPlugin(
           attempts,
           server: app.server,
         });
-  commits.listen(() => deliverer.poke());
+  commits.listen(deliverer.poke.bind(deliverer));
   reportBacklogOf(storage);
   reportAttemptsOf(attempts);
   let stopped: Promise<void> = Promise.resolve();

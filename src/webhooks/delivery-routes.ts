@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { errorResponses } from '../http/openapi.js';
+import { errorResponses } from '../http/route-docs.js';
 import { common, route, withBody } from './route-options.js';
 import {
   DELIVERIES_LIMIT,

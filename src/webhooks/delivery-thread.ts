@@ -1,11 +1,65 @@
 import type { Server } from 'node:http';
+import { availableParallelism } from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
-import { threadCpuMicros } from '../ops/thread-cpu.js';
+import { threadCpuMicros } from '../telemetry/thread-cpu.js';
 import type { DeliverySource } from '../storage/types/webhooks.js';
 import { threadModule } from '../thread-module.js';
-import { apiSaturation } from './saturation.js';
 import type { AttemptCounts } from './attempt-counts.js';
 import type { DeliveryLog, DeliverySettings } from './delivery-types.js';
+
+/** Share of the event loop, or of the CPU the process may use, above which (with requests arriving) it counts as saturated. */
+const SATURATED = 0.8;
+/** Utilisation and requests are counted over windows of at least this long. */
+const WINDOW_MS = 200;
+
+/**
+ * Whether the API needs all of this process's CPU right now: requests arrived during the last
+ * window, and either the event loop was busy more than 80 % of it or the process used more than
+ * 80 % of the `cores` it may run on, not counting `besideTheApi` (microseconds of CPU used so far by
+ * work that is not the API's: the delivery thread). The second test is the one that sees a process
+ * whose write transactions run in a thread of their own (sqlite/writer-thread.ts): its event loop
+ * waits for commits while the core is full. Deliveries take what the API leaves: all of it between
+ * requests or under a moderate load, little at saturation.
+ *
+ * Requests are counted as they arrive over the window, not as those in flight at the moment of
+ * asking: the deliverer asks from a timer, and timers run right after the turn in which a group
+ * commit answered every waiting request and before the next requests are read, so at that moment
+ * nothing is ever in flight, however saturated the process.
+ */
+export function apiSaturation(
+  server: Server,
+  besideTheApi: () => number = () => 0,
+  cores = availableParallelism(),
+): () => boolean {
+  let arrived = 0;
+  server.on('request', () => {
+    arrived++;
+  });
+  let loopMark = performance.eventLoopUtilization();
+  let cpuMark = process.cpuUsage();
+  let besideMark = besideTheApi();
+  let markedAt = performance.now();
+  let busy = false;
+  return () => {
+    const elapsedMs = performance.now() - markedAt;
+    if (elapsedMs >= WINDOW_MS) {
+      const loop = performance.eventLoopUtilization();
+      const cpu = process.cpuUsage();
+      const beside = besideTheApi();
+      const apiCpuMicros = cpu.user - cpuMark.user + cpu.system - cpuMark.system - Math.max(0, beside - besideMark);
+      const cpuShare = apiCpuMicros / 1000 / (elapsedMs * cores);
+      const loopShare = performance.eventLoopUtilization(loop, loopMark).utilization;
+      busy = arrived > 0 && (loopShare > SATURATED || cpuShare > SATURATED);
+      arrived = 0;
+      loopMark = loop;
+      cpuMark = cpu;
+      besideMark = beside;
+      markedAt = performance.now();
+    }
+    return busy;
+  };
+}
 
 /**
  * What the deliverer's thread starts with (workerData): `apiBusy` is one shared Int32, 1 while the
@@ -25,7 +79,7 @@ export interface DeliveryThreadData {
 export type DeliveryThreadMessage =
   { threadId: number } | { warn: { fields: Record<string, unknown>; message: string } };
 
-/** How often the event loop tells the thread whether the API is busy (saturation.ts judges over 200 ms). */
+/** How often the event loop tells the thread whether the API is busy (apiSaturation judges over 200 ms). */
 const BUSY_EVERY_MS = 100;
 /** A thread that ended unasked is started again after this long. */
 const RESTART_AFTER_MS = 1_000;
@@ -35,7 +89,7 @@ export interface DeliveryThreadOptions {
   allowPrivate: boolean;
   log: DeliveryLog & { error(fields: Record<string, unknown>, message: string): void };
   attempts: AttemptCounts;
-  /** The server whose saturation the thread gives way to (saturation.ts). */
+  /** The server whose saturation the thread gives way to (apiSaturation). */
   server: Server;
 }
 
@@ -90,7 +144,7 @@ export class DeliveryThread {
     Atomics.notify(this.commits, 0);
   }
 
-  /** The CPU the thread has used, in microseconds (Linux; else 0): the API's saturation leaves it out (saturation.ts). */
+  /** The CPU the thread has used, in microseconds (Linux; else 0): the API's saturation leaves it out (apiSaturation). */
   cpuMicros(): number {
     return this.threadId === null ? 0 : threadCpuMicros(this.threadId);
   }

@@ -1,6 +1,6 @@
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { ownThreadId } from '../ops/thread-cpu.js';
+import { ownThreadId } from '../telemetry/thread-cpu.js';
 import { openDeliveries } from '../storage/open-delivery-store.js';
 import { AddressGuard } from './address-guard.js';
 import { AttemptCounts } from './attempt-counts.js';

@@ -1,5 +1,5 @@
 import { Counter, Gauge } from 'prom-client';
-import { registry } from '../ops/metrics.js';
+import { registry } from '../telemetry/metrics.js';
 import type { WebhookStorage } from '../storage/types/webhooks.js';
 import type { AttemptCounts } from './attempt-counts.js';
 import type { AttemptOutcome } from './delivery-types.js';

@@ -1,5 +1,5 @@
-import { requireJsonBody } from '../http/json-body.js';
-import { TAGS } from '../http/openapi.js';
+import { requireJsonBody } from '../http/intake.js';
+import { TAGS } from '../http/route-docs.js';
 import { ACCOUNT_RATE_LIMITED } from '../http/rate-limit.js';
 
 /** What every /webhooks route shares: its tag, its scope and the account's rate limit, and a JSON body when it takes one. */

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { requireScope } from '../auth/bearer.js';
-import { errorResponses, NoContent } from '../http/openapi.js';
+import { errorResponses, NoContent } from '../http/route-docs.js';
 import {
   NewWebhookEndpoint,
   WebhookEndpoint,

@@ -7,9 +7,11 @@ import { fileURLToPath } from 'node:url';
 /**
  * The rooms of src/ stand on floors, and imports only go down: a file imports from its own room
  * or from a room on a lower floor, never up, and no files import each other in a circle. A room
- * is a folder of src/, or a file at its root. Auth stands under the features (plants, webhooks,
- * the change feed), which share a floor and import nothing of each other. What serves the whole API (the document, the validator
- * compiler) stands above them in contract/, and only the app assembles it all.
+ * is a folder of src/, or a file at its root. Telemetry (logs, metrics, traces) stands under auth,
+ * which counts its refusals, and the process's life (lifecycle/: health, stopping, workers) above
+ * it. Auth stands under the features (plants, webhooks, the change feed), which share a floor and
+ * import nothing of each other. What serves the whole API (the document, the validator compiler)
+ * stands above them in contract/, and only the app assembles it all.
  */
 
 const FLOORS: readonly string[][] = [
@@ -20,8 +22,9 @@ const FLOORS: readonly string[][] = [
   ['storage'],
   ['errors'],
   ['http'],
-  ['ops'],
+  ['telemetry'],
   ['auth'],
+  ['lifecycle'],
   ['plants', 'webhooks', 'feed'],
   ['contract'],
   ['app'],

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { TAGS } from '../../src/http/openapi.js';
+import { TAGS } from '../../src/http/route-docs.js';
 import { sqlite } from '../helpers/engines.js';
 import { call } from '../helpers/http.js';
 import { realServer } from '../helpers/suite.js';

@@ -17,7 +17,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** One suite of each kind: PgBouncer's own, a contract suite on the pooler's engine, HAProxy's, both browser files. */
 const FILES = [
   'test/storage/pgbouncer.test.ts',
-  'test/ops/rolling-restart.test.ts',
+  'test/lifecycle/rolling-restart.test.ts',
   'test/contract/create.test.ts',
   'test/docs/browser.test.ts',
   'test/docs/browser-cors.test.ts',

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app.js';
+import { buildServer } from '../../src/server.js';
 import { issueToken } from '../../src/auth/api-tokens.js';
 import { FeedCursors } from '../../src/feed/cursor.js';
 import { openStorage } from '../../src/storage/open.js';
@@ -80,7 +80,10 @@ for (const { engine, updates, how } of RUNS) {
         unlink = links.stop;
         for (const url of links.urls) stores.push(await openStorage(url));
       }
-      app = await buildApp({ config: { ...TEST_CONFIG, database: fresh.url, logLevel: 'warn' }, storage: stores[0]! });
+      app = await buildServer({
+        config: { ...TEST_CONFIG, database: fresh.url, logLevel: 'warn' },
+        storage: stores[0]!,
+      });
       base = await app.listen({ port: 0, host: '127.0.0.1' });
       token = (await issueToken(stores[0]!, ACCOUNT)).secret;
     });

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app.js';
+import { buildServer } from '../../src/server.js';
 import { issueToken } from '../../src/auth/api-tokens.js';
 import type { Scope } from '../../src/auth/scopes.js';
 import { DEFAULTS, type Config } from '../../src/config.js';
@@ -41,7 +41,7 @@ export async function testApp(engine: Engine, config: Partial<Config> = {}): Pro
       done();
     },
   });
-  const app = await buildApp({ config: { ...TEST_CONFIG, database: url, ...config }, storage, logStream });
+  const app = await buildServer({ config: { ...TEST_CONFIG, database: url, ...config }, storage, logStream });
   await app.ready();
   return {
     app,

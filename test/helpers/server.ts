@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { SCOPES, type Scope } from '../../src/auth/scopes.js';
 import { parseDuration } from '../../src/config/duration.js';
-import { FIRST_TOKEN_LOGGED } from '../../src/ops/first-token.js';
+import { FIRST_TOKEN_LOGGED } from '../../src/auth/api-tokens.js';
 
 /** The log line that says a first-start token was made, as it appears in the JSON stream. */
 const FIRST_TOKEN_LOGGED_JSON = JSON.stringify(FIRST_TOKEN_LOGGED);
@@ -81,8 +81,8 @@ export interface ServerOptions {
 export async function startServer({ database, args = [], env = {}, cli = CLI }: ServerOptions): Promise<RunningServer> {
   const child = spawn(process.execPath, [cli, 'serve', '--port', '0', '--database', database, ...args], {
     // Limits off unless a test turns one on: many tests send bursts and bad tokens on purpose. No
-    // drain before a stop either (no balancer watches these servers): test/ops/shutdown.test.ts
-    // and test/ops/rolling-restart.test.ts set one.
+    // drain before a stop either (no balancer watches these servers): test/lifecycle/shutdown.test.ts
+    // and test/lifecycle/rolling-restart.test.ts set one.
     env: { ...process.env, RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', SHUTDOWN_DELAY: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

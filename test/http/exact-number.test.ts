@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { exactNumber } from '../../src/http/exact-number.js';
+import { exactNumber } from '../../src/http/intake.js';
 
 describe('a JSON number is read by its exact value', () => {
   it('reads an integer value in any form as that integer, a BigInt beyond ±2^53', () => {

@@ -190,7 +190,7 @@ for (const engine of ENGINES.filter((e) => e.name !== 'pgbouncer')) {
         {
           // Not met yet (issue 42): on a shared 2-core machine at load average 6 this measured 0.70
           // to 0.93 (SQLite), 0.72 and 0.73 (PostgreSQL), with 17 to 45 % of the events delivered
-          // while the load lasted: the process did not count as saturated (saturation.ts), so the
+          // while the load lasted: the process did not count as saturated (apiSaturation, delivery-thread.ts), so the
           // deliverer ran beside the API. The test runs and prints its figures; drop `todo` once it passes.
           todo: 'creates with an endpoint keep 0.9 of the rate without one: not met yet (bench/analysis.md)',
         },

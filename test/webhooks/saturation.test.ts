@@ -4,8 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { Worker } from 'node:worker_threads';
-import { threadCpuMicros } from '../../src/ops/thread-cpu.js';
-import { apiSaturation } from '../../src/webhooks/saturation.js';
+import { threadCpuMicros } from '../../src/telemetry/thread-cpu.js';
+import { apiSaturation } from '../../src/webhooks/delivery-thread.js';
 
 /** Keeps the event loop busy for `ms`, as a saturated API would. */
 function spin(ms: number) {

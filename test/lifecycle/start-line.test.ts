@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { loggableStore } from '../../src/ops/start-line.js';
+import { loggableStore } from '../../src/lifecycle/start-line.js';
 import { ENGINES, withFreshStore } from '../helpers/engines.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
 import { eventually } from '../helpers/wait.js';

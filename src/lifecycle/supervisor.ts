@@ -1,9 +1,9 @@
 import cluster, { type Worker } from 'node:cluster';
 import pino from 'pino';
 import { BAD_SETTING_EXIT, type Config } from '../config.js';
-import { aggregateWorkerMetrics } from './cluster-metrics.js';
+import { aggregateWorkerMetrics } from '../telemetry/cluster-metrics.js';
 import { onCtrlC } from './ctrl-c.js';
-import { announceFirstToken, baseUrl, FIRST_TOKEN_LOGGED } from './first-token.js';
+import { announceFirstToken, baseUrl, FIRST_TOKEN_LOGGED } from '../auth/api-tokens.js';
 import { logStart } from './start-line.js';
 
 /** The primary's message to its workers on a Ctrl-C: stop without the drain of --shutdown-delay. */
@@ -23,10 +23,10 @@ const SETTLED_MS = 10_000;
  * The primary of `--workers N`. It prepares the store once (`prepareStore`: migrations and the
  * first token, whose secret it returns; the store is closed again before any worker starts), forks
  * N workers on one port (node:cluster) and replaces one that dies, adds up their metrics, and on
- * SIGTERM passes SIGTERM on (each worker drains, then stops: ops/graceful-stop.ts), on a Ctrl-C
+ * SIGTERM passes SIGTERM on (each worker drains, then stops: lifecycle/graceful-stop.ts), on a Ctrl-C
  * tells them to stop without the drain, and exits when the last worker has: 0 if all stopped
  * cleanly. A second SIGTERM is passed on too (a worker then exits at once, 1); a second Ctrl-C
- * (ops/ctrl-c.ts) kills them and exits 1.
+ * (lifecycle/ctrl-c.ts) kills them and exits 1.
  * Its lines are JSON on standard output, like the workers', and its "stopped" is the last.
  */
 export async function supervise(config: Config, prepareStore: (later: StoreLater) => Promise<string | null>) {

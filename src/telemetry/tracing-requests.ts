@@ -21,7 +21,7 @@ import {
   ATTR_USER_AGENT_ORIGINAL,
 } from '@opentelemetry/semantic-conventions';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { loggableUrl } from './loggable-url.js';
+import { loggableUrl } from './observability.js';
 
 /** Loaded with tracing-sdk.ts only when traces are on: the server span of every request. */
 

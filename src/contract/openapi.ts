@@ -3,8 +3,8 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { sharedSchemas } from '../schemas.js';
 import { docsPage } from './docs-page.js';
-import { ERROR_HEADERS, ERRORS, OTHER_ERRORS, TAG_DESCRIPTIONS, type ErrorStatus } from '../http/openapi.js';
-import { X_WEBHOOKS } from '../webhooks/events-document.js';
+import type { Tag } from '../http/route-docs.js';
+import { type Media, type Response, sharedError } from './error-responses.js';
 import { webhookSchemas } from '../webhooks/schemas.js';
 
 const API_DESCRIPTION = `Plant Store keeps each account's plants. Every call needs \`Authorization: Bearer <token>\`:
@@ -14,18 +14,59 @@ A token reaches only its account's plants. Every non-2xx response is an \`Error\
 a known path with another method a 405 with an \`Allow\` header, and a request the HTTP parser rejects a 400.
 \`/healthz\`, \`/readyz\`, \`/metrics\`, \`/openapi.json\`, \`/openapi.yaml\` and \`/docs\` need no token.`;
 
+/** What each tag groups, in the order the docs page lists them. */
+const TAG_DESCRIPTIONS: Record<Tag, string> = {
+  plants: "The caller's account's plants: add and list them, and read, change or delete one by id.",
+  webhooks:
+    "The account's webhook endpoints, which receive signed plant.created, plant.updated and plant.deleted events.",
+  operations: 'Liveness, readiness and Prometheus metrics, for operators and load balancers; no token needed.',
+};
+
+// Webhooks: the events the store POSTs to registered endpoints, described as the OpenAPI 3.1
+// sample describes its `newPlant` webhook. OpenAPI 3.0.1 has no `webhooks` field, hence the
+// `x-webhooks` extension holding the same objects.
+const WEBHOOK_HEADERS = [
+  ['webhook-id', "The event's id, the same on every attempt: deduplicate by it"],
+  ['webhook-timestamp', 'Unix time (seconds) of this attempt'],
+  [
+    'webhook-signature',
+    "Standard Webhooks: v1,<base64 HMAC-SHA256 of id.timestamp.body keyed with the secret's decoded bytes>; " +
+      'two space-separated signatures for 24 h after a secret rotation',
+  ],
+  ['Plant-Store-Event', 'The event type'],
+].map(([name, description]) => ({ name, in: 'header', required: true, description, schema: { type: 'string' } }));
+
+function webhookEvent(operationId: string, type: string, description: string) {
+  return {
+    post: {
+      operationId,
+      summary: type,
+      description:
+        `${description}. Signed per Standard Webhooks; retried on anything but a 2xx within the timeout ` +
+        '(5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, each +-20 %); delivered at least once.',
+      parameters: WEBHOOK_HEADERS,
+      requestBody: {
+        description: 'The plant as NewPlant JSON (id exact over int64)',
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/NewPlant' } } },
+      },
+      responses: {
+        200: { description: 'Return a 200 status (any 2xx) to indicate that the data was received successfully' },
+      },
+    },
+  };
+}
+
+const X_WEBHOOKS = {
+  newPlant: webhookEvent('newPlant', 'plant.created', 'Information about a new plant added to the store'),
+  plantUpdated: webhookEvent('plantUpdated', 'plant.updated', 'A plant of the store changed: the plant as it is now'),
+  plantDeleted: webhookEvent(
+    'plantDeleted',
+    'plant.deleted',
+    'A plant was deleted from the store: the plant as it was',
+  ),
+};
+
 /** The parts of the OpenAPI document that the finishing steps below read or write. */
-interface Media {
-  schema?: { $ref?: string };
-  example?: unknown;
-}
-interface Response {
-  $ref?: string;
-  description?: string;
-  headers?: object;
-  content?: Record<string, Media>;
-  links?: Record<string, object>;
-}
 interface Operation {
   operationId?: string;
   tags?: string[];
@@ -48,20 +89,6 @@ const CREATED_PLANT_LINKS = ['getPlant', 'updatePlant', 'deletePlant'];
 function refBodies({ schema, url }: { schema: FastifySchema; url: string }) {
   const $id = (schema?.body as { $id?: string } | undefined)?.$id;
   return { schema: $id !== undefined && SHARED.has($id) ? { ...schema, body: { $ref: `${$id}#` } } : schema, url };
-}
-
-function errorBody(description: string, example: object, headers?: object): Response {
-  const content = { 'application/json': { schema: { $ref: `${SCHEMAS}Error` }, example } };
-  return { description, ...(headers && { headers }), content };
-}
-
-/** The shared response for an `Error` response of this status, if there is one. */
-function sharedError(status: string): [name: string, response: Response] | undefined {
-  if (status === 'default') return ['OtherErrors', errorBody(OTHER_ERRORS.description, OTHER_ERRORS.example)];
-  const code = Number(status);
-  const error: { description: string; message: string } | undefined = ERRORS[code as ErrorStatus];
-  const headers = ERROR_HEADERS[code as ErrorStatus];
-  return error && [`Error${code}`, errorBody(error.description, { error: code, message: error.message }, headers)];
 }
 
 /**

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { turnEnd, VersionPerTurn } from '../../src/plants/per-turn.js';
+import { turnEnd, VersionPerTurn } from '../../src/plants/batched-reads.js';
 
 describe('reads by id wait for the end of the turn that received them', () => {
   it('gives every caller of one turn the same wait, over only when the turn is', async () => {

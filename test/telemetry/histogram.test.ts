@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { Histogram, LabelledCounter } from '../../src/ops/histogram.js';
+import { Histogram, LabelledCounter } from '../../src/telemetry/histogram.js';
 
 async function scrape(observe: (histogram: Histogram) => void, reset = false): Promise<string> {
   const registry = new Registry();

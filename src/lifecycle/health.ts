@@ -2,11 +2,11 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { HttpError } from '../errors.js';
-import { errorResponses, TAGS } from '../http/openapi.js';
+import { errorResponses, TAGS } from '../http/route-docs.js';
 import type { Storage } from '../storage/types.js';
-import { metricsText } from './cluster-metrics.js';
-import { registry } from './metrics.js';
-import { PROBE_ROUTE } from './observability.js';
+import { metricsText } from '../telemetry/cluster-metrics.js';
+import { registry } from '../telemetry/metrics.js';
+import { PROBE_ROUTE } from '../telemetry/observability.js';
 
 const Status = Type.Object({ status: Type.String() }, { description: 'OK' });
 const METRICS_EXAMPLE =

@@ -1,23 +1,15 @@
 import type { FastifyPluginCallback, FastifyRequest } from 'fastify';
 
-/** What tracing offers the rest of the service, whether or not the SDK is loaded (ops/tracing.ts). */
-
-export type SpanAttributes = Record<string, string | number | boolean>;
+/** What tracing offers the rest of the service, typed without loading the SDK (telemetry/tracing.ts). */
 
 /** Ends a span; with an error, marks it failed first. */
 export type SpanEnd = (error?: Error) => void;
-
-/** What a `withSpan` callback may do with its span. */
-export interface SpanHandle {
-  setAttributes(attributes: SpanAttributes): void;
-}
 
 export interface Tracing {
   /** Fastify plugin: a server span per request, the child of the request's `traceparent`. */
   requests: FastifyPluginCallback;
   /** The trace id of a request's server span, for its log line. */
   traceIdOf(request: FastifyRequest): string | undefined;
-  span<T>(name: string, attributes: SpanAttributes, fn: (span: SpanHandle) => Promise<T>): Promise<T>;
   /** Starts a storage call's client span, a child of the current one; end it once, with the error if the call failed. */
   startStorageSpan(operation: string): SpanEnd;
   /** Exports the spans still buffered (bounded in time), then stops. */

@@ -7,10 +7,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ENGINES, sqlite, type Engine } from '../helpers/engines.js';
-import { TEST_CONFIG } from '../helpers/app.js';
 import { call, listPlants, postPlant } from '../helpers/http.js';
 import { runCli, startServer, type RunningServer } from '../helpers/server.js';
-import { startTracing, withSpan } from '../../src/ops/tracing.js';
 import { eventually } from '../helpers/wait.js';
 
 /** One span as an OTLP/HTTP JSON receiver sees it, attributes flattened. */
@@ -425,39 +423,4 @@ describe('trace settings the exporter cannot use are refused at start (exit 2, n
       assert.match(result.stderr, new RegExp(`^plant-store: error: ${name}=${value}: `));
     });
   }
-});
-
-describe('withSpan: a span around any work (webhook deliveries), nothing when traces are off', () => {
-  it('off: runs the work and returns its value', async () => {
-    assert.equal(await withSpan('webhook delivery', { 'url.full': 'http://x' }, async () => 42), 42);
-  });
-
-  it('on: a span with the attributes given and set, an error marked', async () => {
-    const receiver = await new OtlpReceiver().start();
-    const env = tracedEnv(receiver);
-    Object.assign(process.env, env);
-    const tracing = (await startTracing(TEST_CONFIG))!;
-    try {
-      const value = await withSpan('webhook delivery', { 'url.full': 'http://a.example/hook' }, async (span) => {
-        span.setAttributes({ 'http.response.status_code': 204 });
-        return 'delivered';
-      });
-      assert.equal(value, 'delivered');
-      const failure = withSpan('webhook delivery', { 'url.full': 'http://b.example/hook' }, async () => {
-        throw new Error('connection refused');
-      });
-      await assert.rejects(failure, /connection refused/);
-      await tracing.shutdown();
-      const ok = await receiver.find((s) => s.attributes['url.full'] === 'http://a.example/hook');
-      assert.equal(ok.name, 'webhook delivery');
-      assert.equal(ok.kind, SPAN_KIND.internal);
-      assert.equal(ok.attributes['http.response.status_code'], 204);
-      const failed = await receiver.find((s) => s.attributes['url.full'] === 'http://b.example/hook');
-      assert.equal(failed.status.code, STATUS_ERROR);
-      assert.equal(failed.status.message, 'connection refused');
-    } finally {
-      for (const name of Object.keys(env)) delete process.env[name];
-      await receiver.stop();
-    }
-  });
 });

@@ -19,7 +19,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import fp from 'fastify-plugin';
 import { addRequestSpans, type RequestSpan } from './tracing-requests.js';
 import { traceEndpoint } from '../config/tracing-env.js';
-import type { SpanAttributes, SpanHandle, Tracing } from './span-types.js';
+import type { Tracing } from './span-types.js';
 
 /** Loaded by tracing.ts only when traces are on: the OpenTelemetry SDK, set up once per process. */
 
@@ -69,17 +69,6 @@ function failed(span: Span, error: Error) {
   span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
 }
 
-async function runInSpan<T>(span: Span, fn: (span: SpanHandle) => Promise<T>): Promise<T> {
-  try {
-    return await fn(span);
-  } catch (error) {
-    failed(span, error as Error);
-    throw error;
-  } finally {
-    span.end();
-  }
-}
-
 export async function startSdk({ dbSystem }: SdkOptions): Promise<Tracing> {
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (envDetector, merged last) win over these.
   // Not processDetector: it records the command line, which may hold a database password.
@@ -112,8 +101,6 @@ export async function startSdk({ dbSystem }: SdkOptions): Promise<Tracing> {
       { name: 'tracing' },
     ),
     traceIdOf: (request) => requests.get(request)?.span.spanContext().traceId,
-    span: (name, attributes: SpanAttributes, fn) =>
-      tracer.startActiveSpan(name, { attributes }, (span) => runInSpan(span, fn)),
     startStorageSpan(operation) {
       const span = tracer.startSpan(`storage ${operation}`, {
         kind: SpanKind.CLIENT,

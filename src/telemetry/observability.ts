@@ -3,7 +3,6 @@ import { hostname } from 'node:os';
 import fp from 'fastify-plugin';
 import type pino from 'pino';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
-import { loggableUrl } from './loggable-url.js';
 import { httpDuration } from './metrics.js';
 
 declare module 'fastify' {
@@ -24,9 +23,19 @@ declare module 'fastify' {
  */
 export const PROBE_ROUTE = { probe: true };
 
+/** Secrets a client put in the URL by mistake (`?access_token=...`): API tokens, JWTs, access_token values. */
+const SECRET_IN_URL = /pst_[\w-]+|eyJ[\w-]*\.[\w-]*\.[\w-]*|(?<=[?&]access_token=)[^&#]*/g;
+/** Cheaper than SECRET_IN_URL on a URL that holds none, as nearly every URL. */
+const MAY_HOLD_SECRET = /pst_|eyJ|access_token=/;
+
+/** The request URL as logged: tokens never reach the logs, wherever the client put them. */
+export function loggableUrl(url: string): string {
+  return MAY_HOLD_SECRET.test(url) ? url.replace(SECRET_IN_URL, '[redacted]') : url;
+}
+
 const CLIENT_REQUEST_ID = /^[\w.:@-]{1,128}$/;
 
-/** A request id that looks like a token (see loggable-url.ts) is replaced rather than logged. */
+/** A request id that looks like a token (see SECRET_IN_URL) is replaced rather than logged. */
 const LOOKS_SECRET = /pst_|eyJ/;
 
 /** A client's `X-Request-Id` when it is sane (no log injection, no token by mistake), else a fresh UUID. */

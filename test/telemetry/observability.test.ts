@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import { lazyChildLogger } from '../../src/ops/observability.js';
+import { lazyChildLogger } from '../../src/telemetry/observability.js';
 import { ENGINES, sqlite } from '../helpers/engines.js';
 import { testApp, type TestApp } from '../helpers/app.js';
 

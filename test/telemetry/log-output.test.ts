@@ -3,7 +3,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { LogOutput } from '../../src/ops/log-output.js';
+import { LogOutput } from '../../src/telemetry/log-output.js';
 import { eventually } from '../helpers/wait.js';
 
 describe('log lines are written in blocks, every line whole and in order', () => {

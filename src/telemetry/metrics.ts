@@ -1,10 +1,12 @@
 import cluster from 'node:cluster';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import type { FastifyBaseLogger } from 'fastify';
+import type { StoreReport } from '../storage/types.js';
 import { Histogram, LabelledCounter } from './histogram.js';
 
 /** Every metric the service exposes on /metrics, defined once per process. */
 export const registry = new Registry();
-// With --workers, /metrics adds the workers' figures up (ops/cluster-metrics.ts); the process's own
+// With --workers, /metrics adds the workers' figures up (telemetry/cluster-metrics.ts); the process's own
 // (memory, CPU, event-loop lag) are kept apart by a `worker` label.
 collectDefaultMetrics({
   register: registry,
@@ -109,3 +111,11 @@ new Gauge({
     this.set(unreachableSeconds());
   },
 });
+
+/** What a store reports through (Storage.reportTo): the server's log, and the dependency counter of /metrics. */
+export function storeReport(log: FastifyBaseLogger): StoreReport {
+  return {
+    log: (level, fields, message) => log[level](fields, message),
+    dependencyFailed: (dependency) => dependencyErrors.inc({ dependency }),
+  };
+}

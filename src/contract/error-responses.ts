@@ -1,35 +1,22 @@
-import { Type } from '@sinclair/typebox';
 import { LIMITS } from '../limits.js';
+import type { ErrorStatus } from '../http/route-docs.js';
 
 /**
- * What every route's schema shares in the OpenAPI document: its tag and its error responses.
- * A route takes them from here, and openapi-document.ts turns them into `$ref`s to shared
- * components, so a new route is documented like the others by using the same helpers.
+ * The document's shared error responses: each status an operation may list, described once with
+ * an example message, as the response component `Error<status>`, and `OtherErrors` for the rest.
  */
-
-/** The tag of each operation: each has exactly one. */
-export const TAGS = { plants: 'plants', webhooks: 'webhooks', operations: 'operations' } as const;
-export type Tag = (typeof TAGS)[keyof typeof TAGS];
-
-/** What each tag groups, in the order the docs page lists them. */
-export const TAG_DESCRIPTIONS: Record<Tag, string> = {
-  plants: "The caller's account's plants: add and list them, and read, change or delete one by id.",
-  webhooks:
-    "The account's webhook endpoints, which receive signed plant.created, plant.updated and plant.deleted events.",
-  operations: 'Liveness, readiness and Prometheus metrics, for operators and load balancers; no token needed.',
-};
 
 /**
  * Each error status an operation may list: its meaning, and an example message (the service's
  * own words). Each becomes the response component `Error<status>`.
  */
-export const ERRORS = {
+const ERRORS = {
   400: {
     description:
       'Bad request: malformed JSON, a body that is not an object, a missing or wrongly typed field (no coercion), ' +
       'a value outside the limits its schema states (for instance id outside int64, a text empty where its schema ' +
-      'needs one or longer than its maxLength, U+0000 in a text), or a bad query parameter (limit, tag, q, sort, or a cursor ' +
-      'sent with other filters or order than it was made for). The message names the offending field or ' +
+      'needs one or longer than its maxLength, U+0000 in a text), or a bad query parameter (a cursor among them ' +
+      'when sent with other filters or order than it was made for). The message names the offending field or ' +
       'parameter; in a batch, with the index of the item ([3].name).',
     message: 'name must be a string',
   },
@@ -107,9 +94,7 @@ export const ERRORS = {
       'Retry-After says when to retry.',
     message: 'the store is unavailable right now; retry shortly',
   },
-} as const satisfies Record<number, { description: string; message: string }>;
-
-export type ErrorStatus = keyof typeof ERRORS;
+} as const satisfies Record<ErrorStatus, { description: string; message: string }>;
 
 /** The header an error of these statuses always carries: documented so that clients know to wait for it. */
 const RETRY_AFTER = {
@@ -118,28 +103,39 @@ const RETRY_AFTER = {
     schema: { type: 'integer', minimum: 0 },
   },
 };
-export const ERROR_HEADERS: Partial<Record<ErrorStatus, object>> = { 429: RETRY_AFTER, 503: RETRY_AFTER };
+const ERROR_HEADERS: Partial<Record<ErrorStatus, object>> = { 429: RETRY_AFTER, 503: RETRY_AFTER };
 
 /** The `default` response of every operation: whatever it does not list, with the same body. */
-export const OTHER_ERRORS = {
+const OTHER_ERRORS = {
   description:
     'Any other error, with the same Error body: 404 (no such path), 405 (method not allowed; see Allow), ' +
     '408 (request too slow), 417 (unsupported Expect), 431 (headers too large, or too many).',
   example: { error: 405, message: 'DELETE is not allowed on /plants; use GET, HEAD, POST' },
 };
 
-/**
- * An operation's error responses, all with the `Error` body, and `default` for the rest. In the
- * document each becomes a `$ref` to `#/components/responses/Error<status>` (or `OtherErrors`).
- */
-/** An answer without a body: declared `null` in the document, sent as nothing (`reply.send()`). */
-export const NoContent = (description: string, headers?: object) =>
-  Type.Unsafe<void>({ description, ...(headers && { headers }), type: 'null' });
+/** A response of the OpenAPI document, as the finishing steps (openapi.ts) read and write it. */
+export interface Media {
+  schema?: { $ref?: string };
+  example?: unknown;
+}
+export interface Response {
+  $ref?: string;
+  description?: string;
+  headers?: object;
+  content?: Record<string, Media>;
+  links?: Record<string, object>;
+}
 
-export function errorResponses(...statuses: ErrorStatus[]): Record<string, object> {
-  const error = (description: string) => ({ description, $ref: 'Error#' });
-  return {
-    ...Object.fromEntries(statuses.map((status) => [status, error(ERRORS[status].description)])),
-    default: error(OTHER_ERRORS.description),
-  };
+function errorBody(description: string, example: object, headers?: object): Response {
+  const content = { 'application/json': { schema: { $ref: '#/components/schemas/Error' }, example } };
+  return { description, ...(headers && { headers }), content };
+}
+
+/** The shared response for an `Error` response of this status, if there is one. */
+export function sharedError(status: string): [name: string, response: Response] | undefined {
+  if (status === 'default') return ['OtherErrors', errorBody(OTHER_ERRORS.description, OTHER_ERRORS.example)];
+  const code = Number(status);
+  const error: { description: string; message: string } | undefined = ERRORS[code as ErrorStatus];
+  const headers = ERROR_HEADERS[code as ErrorStatus];
+  return error && [`Error${code}`, errorBody(error.description, { error: code, message: error.message }, headers)];
 }
