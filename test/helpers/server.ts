@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { SCOPES, type Scope } from '../../src/auth/scopes.js';
 import { parseDuration } from '../../src/config/duration.js';
 import { FIRST_TOKEN_LOGGED } from '../../src/auth/api-tokens.js';
+import { eventually } from './wait.js';
 
 /** The log line that says a first-start token was made, as it appears in the JSON stream. */
 const FIRST_TOKEN_LOGGED_JSON = JSON.stringify(FIRST_TOKEN_LOGGED);
@@ -187,4 +188,14 @@ export async function createToken(database: string, account: string, extra: stri
   } finally {
     await storage.close();
   }
+}
+
+/** Waits until `count` processes of the server (its --workers) have each logged that they listen. */
+export function untilListening(server: RunningServer, count: number): Promise<true> {
+  return eventually(
+    () => `${count} processes listening:\n${server.output()}`,
+    () => (server.output().match(/Server listening/g) ?? []).length >= count || undefined,
+    20_000,
+    50,
+  );
 }

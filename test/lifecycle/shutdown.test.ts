@@ -140,8 +140,12 @@ async function assertOnlyUnacceptedFailed(load: MixedLoad, url: string, token: s
 
 /** Waits (at most 30 s) until the load has `count` outcomes. */
 async function untilAnswered(load: MixedLoad, count: number) {
-  for (let i = 0; i < 1_500 && load.outcomes.length < count; i++) await sleep(20);
-  assert.ok(load.outcomes.length >= count, `only ${load.outcomes.length} answers`);
+  await eventually(
+    () => `${count} answers (${load.outcomes.length} so far)`,
+    () => load.outcomes.length >= count || undefined,
+    30_000,
+    20,
+  );
 }
 
 describe('SIGTERM: drain for --shutdown-delay, then stop', () => {
@@ -306,13 +310,17 @@ describe('npm start under a supervisor: SIGTERM to npm reaches the server', () =
       npm.stdout.on('data', (chunk) => (output += chunk));
       npm.stderr.on('data', (chunk) => (output += chunk));
       const npmExited = new Promise((resolve) => npm.on('exit', resolve));
-      for (let i = 0; i < 400 && !output.includes('Server listening'); i++) await sleep(50);
+      await eventually(
+        () => `the server listening:\n${output}`,
+        () => output.includes('Server listening') || undefined,
+        20_000,
+        50,
+      );
       const serverPid = Number(/"pid":(\d+)[^\n]*Server listening/.exec(output)?.[1]);
       assert.ok(serverPid > 0, output);
       npm.kill('SIGTERM');
       await npmExited;
-      for (let i = 0; i < 100 && isAlive(serverPid); i++) await sleep(50);
-      assert.equal(isAlive(serverPid), false, 'the server outlived npm');
+      await eventually('the server to exit after npm', () => !isAlive(serverPid) || undefined, 5_000, 50);
       assert.match(output, /"msg":"stopped"/);
     });
   });

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sqlite } from '../helpers/engines.js';
 import { listPlants, postPlant } from '../helpers/http.js';
 import { workerPids } from '../helpers/proc.js';
-import { createToken, runCli, startServer, type RunningServer } from '../helpers/server.js';
+import { createToken, runCli, startServer, untilListening, type RunningServer } from '../helpers/server.js';
 
 /** A GET on a connection of its own (so that the cluster hands it to the next worker in turn). */
 function getAlone(url: string): Promise<{ status: number; text: string }> {
@@ -36,7 +36,7 @@ describe('--workers 2: two processes serve one port on one SQLite store', () => 
     // At debug, so that the request lines of /healthz (a probe, logged at debug) tell the workers apart.
     server = await startServer({ database: store.url, args: ['--workers', '2', '--log-level', 'debug'] });
     // Both workers print "listening"; wait until both are up.
-    for (let i = 0; i < 100 && (server.output().match(/Server listening/g) ?? []).length < 2; i++) await sleep(50);
+    await untilListening(server, 2);
   });
   after(async () => {
     await server.stop();
@@ -139,7 +139,7 @@ describe('--workers 2: SIGTERM drains every worker, then stops them', () => {
     const store = await sqlite.fresh();
     try {
       const server = await startServer({ database: store.url, args: ['--workers', '2', '--shutdown-delay', '2s'] });
-      for (let i = 0; i < 100 && (server.output().match(/Server listening/g) ?? []).length < 2; i++) await sleep(50);
+      await untilListening(server, 2);
       const signalAt = Date.now();
       const exit = server.stop('SIGTERM');
       await sleep(300);

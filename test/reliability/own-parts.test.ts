@@ -7,7 +7,7 @@ import { workerPids } from '../helpers/proc.js';
 import { watchReadiness } from '../helpers/readiness.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { oneShot } from '../helpers/load.js';
-import { startServer, type RunningServer } from '../helpers/server.js';
+import { startServer, untilListening, type RunningServer } from '../helpers/server.js';
 import { Receiver, registerEndpoint, WEBHOOK_TEST_ARGS } from '../helpers/webhooks.js';
 
 /**
@@ -187,7 +187,7 @@ describe('a --workers process killed by a signal is replaced within 2 s while th
   before(async () => {
     store = await sqlite.fresh();
     server = await startServer({ database: store.url, args: ['--workers', '2'] });
-    for (let i = 0; i < 200 && (server.stdout().match(/Server listening/g) ?? []).length < 2; i++) await sleep(50);
+    await untilListening(server, 2);
   });
   after(async () => {
     await server?.stop();

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ENGINES, sqlite, type Engine } from '../helpers/engines.js';
 import { call, listPlants, postPlant } from '../helpers/http.js';
-import { runCli, startServer, type RunningServer } from '../helpers/server.js';
+import { runCli, startServer, untilListening, type RunningServer } from '../helpers/server.js';
 import { eventually } from '../helpers/wait.js';
 
 /** One span as an OTLP/HTTP JSON receiver sees it, attributes flattened. */
@@ -118,16 +118,18 @@ function tracedEnv(receiver: OtlpReceiver, extra: Record<string, string> = {}): 
 
 /** Request log lines of a server, once its buffered output has been written (every 100 ms). */
 async function requestLine(server: RunningServer, matches: (line: Record<string, unknown>) => boolean) {
-  for (let i = 0; i < 100; i++, await sleep(50)) {
-    const line = server
-      .output()
-      .split('\n')
-      .filter((text) => text.startsWith('{"') && text.endsWith('}'))
-      .map((text) => JSON.parse(text) as Record<string, unknown>)
-      .find((line) => line.msg === 'request' && matches(line));
-    if (line) return line;
-  }
-  assert.fail('no such request line');
+  return eventually(
+    () => `such a request line:\n${server.output()}`,
+    () =>
+      server
+        .output()
+        .split('\n')
+        .filter((text) => text.startsWith('{"') && text.endsWith('}'))
+        .map((text) => JSON.parse(text) as Record<string, unknown>)
+        .find((line) => line.msg === 'request' && matches(line)),
+    5_000,
+    50,
+  );
 }
 
 /** A port where nothing listens (a JWKS URL or a receiver that cannot be reached). */
@@ -264,7 +266,7 @@ describe('traces with --workers 2: each worker exports its own spans', () => {
     store = await sqlite.fresh();
     const env = tracedEnv(receiver, { OTEL_SERVICE_NAME: 'plants-eu' });
     server = await startServer({ database: store.url, args: ['--workers', '2'], env });
-    for (let i = 0; i < 200 && (server.output().match(/Server listening/g) ?? []).length < 2; i++) await sleep(50);
+    await untilListening(server, 2);
   });
   after(async () => {
     await server.stop();
@@ -274,11 +276,14 @@ describe('traces with --workers 2: each worker exports its own spans', () => {
 
   it('spans arrive from two processes, under the OTEL_SERVICE_NAME given', async () => {
     for (let i = 0; i < 10; i++) await getOnNewConnection(`${server.url}/healthz`);
-    const pids = new Set<unknown>();
-    for (let i = 0; i < 400 && pids.size < 2; i++, await sleep(50)) {
-      for (const span of receiver.spans) pids.add(span.resource['process.pid']);
-    }
-    assert.equal(pids.size, 2);
+    const pids = () => new Set(receiver.spans.map((span) => span.resource['process.pid']));
+    await eventually(
+      () => `spans from 2 processes (from ${[...pids()].join(', ')})`,
+      () => pids().size >= 2 || undefined,
+      20_000,
+      50,
+    );
+    assert.equal(pids().size, 2, `spans from ${[...pids()].join(', ')}`);
     assert.ok(receiver.spans.every((s) => s.resource['service.name'] === 'plants-eu'));
   });
 });
