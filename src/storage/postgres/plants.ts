@@ -2,20 +2,13 @@ import { STORED_PLANT_COLUMNS } from '../../plant-fields.js';
 import type { PlantRecord, PlantStorage, StoredPlant } from '../types/plants.js';
 import type { Sql } from './connection.js';
 import { postgresListing } from './plant-listing.js';
-import { applyChanges } from './plant-writes.js';
 import { STREAM_CHUNK_ROWS } from '../chunks.js';
 
-export interface FeedOptions {
-  /** False (`--event-retention 0`): no change-feed events are written. */
-  feed: boolean;
-}
-
-export function postgresPlants(sql: Sql, { feed }: FeedOptions): PlantStorage {
+/** The plants' reads; their writes are plant-writes.ts's. */
+export function postgresPlants(sql: Sql) {
   const listing = postgresListing(sql);
 
   return {
-    applyChanges: (changes) => applyChanges(sql, changes, feed),
-
     async getPlant(account, id) {
       const [row] = await sql<StoredPlant[]>`
         SELECT ${sql(STORED_PLANT_COLUMNS)} FROM plants WHERE account = ${account} AND id = ${id}`;
@@ -44,5 +37,5 @@ export function postgresPlants(sql: Sql, { feed }: FeedOptions): PlantStorage {
       // Other instances commit without telling this one; every read goes to the database.
       return null;
     },
-  };
+  } satisfies Omit<PlantStorage, 'applyChanges'>;
 }
