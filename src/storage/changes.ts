@@ -52,9 +52,10 @@ export type ChangeStep =
   | { kind: 'event'; type: PlantEventType; eventId: string; plant: StoredPlant };
 
 /**
- * The control flow of one create, update or delete, the same on both engines: it yields the steps
- * and returns the outcome. SQLite runs them synchronously (`applySync`), PostgreSQL awaiting each
- * (`applyAsync`); what each step does in SQL is the engine's.
+ * The control flow of one create, update or delete: it yields the steps and returns the outcome.
+ * SQLite runs them synchronously (`applySync`), PostgreSQL its updates and deletes awaiting each
+ * (`applyAsync`: its creates, alone or many, go through postgres/plant-writes.ts's createPlants);
+ * what each step does in SQL is the engine's.
  */
 function* changeSteps(change: One): Generator<ChangeStep, ChangeOutcome, unknown> {
   const event = (plant: StoredPlant): ChangeStep => ({
@@ -94,10 +95,16 @@ export function applySync(change: One, perform: (step: ChangeStep) => unknown): 
   }
 }
 
-export async function applyAsync(change: One, perform: (step: ChangeStep) => Promise<unknown>): Promise<ChangeOutcome> {
+type Edit = Exclude<One, { kind: 'create' }>;
+
+export async function applyAsync(
+  change: Edit,
+  perform: (step: Exclude<ChangeStep, { kind: 'insert' }>) => Promise<unknown>,
+): Promise<ChangeOutcome> {
   const steps = changeSteps(change);
   for (let next = steps.next(); ;) {
     if (next.done) return next.value;
-    next = steps.next(await perform(next.value));
+    // Only a create inserts.
+    next = steps.next(await perform(next.value as Exclude<ChangeStep, { kind: 'insert' }>));
   }
 }

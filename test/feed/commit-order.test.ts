@@ -33,7 +33,7 @@ const DELAY_MS = 15;
 /**
  * Each transaction creates plants and, with `updates`, renames one the writer created before: a
  * mixed group is a transaction of statements apart (postgres/plants.ts), numbered by its last. On
- * PostgreSQL also creates alone: a group of them is one statement (postgres/create-statement.ts)
+ * PostgreSQL also creates alone: a group of them is one statement (postgres/plant-writes.ts)
  * whose numbering must keep the same order.
  */
 const RUNS = ENGINES.flatMap((engine) => [

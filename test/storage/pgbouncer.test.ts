@@ -76,6 +76,24 @@ describe(
       }
     });
 
+    it('lists by a search, a tag and a name order through the pooler with no statement error', async () => {
+      const token = servers.find((s) => s.firstToken)!.firstToken!;
+      const found = await Promise.all(servers.map((s) => listPlants(s.url, token, '?q=P19&sort=-name&limit=20')));
+      const names = ['p199', 'p198', 'p197', 'p196', 'p195', 'p194', 'p193', 'p192', 'p191', 'p190', 'p19'];
+      for (const reply of found) {
+        assert.equal(reply.status, 200, reply.text);
+        assert.deepEqual(
+          (reply.json as { name: string }[]).map((p) => p.name),
+          names,
+        );
+      }
+      const tagged = await listPlants(servers[1]!.url, token, '?tag=none&q=p19');
+      assert.deepEqual(tagged.json, []);
+      for (const server of servers) {
+        assert.doesNotMatch(server.output(), /"level":50|prepared statement/, 'no error was logged');
+      }
+    });
+
     it('creates and lists tokens through the pooler with the CLI, told by ?prepare=false', () => {
       const created = runCli([
         'token',

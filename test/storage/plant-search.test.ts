@@ -3,10 +3,12 @@ import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { openStorage } from '../../src/storage/open.js';
+import { connect } from '../../src/storage/postgres/connection.js';
+import { postgresListing } from '../../src/storage/postgres/plant-listing.js';
 import type { PlantFilter, PlantListing, PlantOrder } from '../../src/storage/plant-query.js';
 import type { Storage } from '../../src/storage/types.js';
 import type { PlantRecord } from '../../src/storage/types/plants.js';
-import { ENGINES, withFreshStore } from '../helpers/engines.js';
+import { ENGINES, pg, withFreshStore } from '../helpers/engines.js';
 import { insertPlants } from '../helpers/plants.js';
 
 /**
@@ -127,6 +129,33 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+describe('a search on PostgreSQL is planned with its text', { skip: !ENGINES.includes(pg) }, () => {
+  it('is sent as the unnamed statement, while a listing without text is prepared', async () => {
+    await withFreshStore(pg, async (url) => {
+      await (await openStorage(url)).close();
+      // One connection: pg_prepared_statements shows the session's own statements.
+      const sql = connect(url, 1);
+      try {
+        const statements = postgresListing(sql);
+        await statements.select('a', listing('needle'), 10);
+        const pages = [];
+        for await (const page of statements.select('a', listing('needle'), null).cursor(10)) pages.push(page);
+        assert.deepEqual(pages, []);
+        await statements.count('a', { tags: ['t'], text: 'needle' });
+        await statements.select('a', { filter: { tags: ['t'], text: null }, order: 'name', after: null }, 10);
+        const prepared = await sql<{ statement: string }[]>`SELECT statement FROM pg_prepared_statements`;
+        assert.ok(prepared.some((p) => p.statement.includes('ORDER BY name COLLATE')));
+        assert.deepEqual(
+          prepared.filter((p) => p.statement.includes('strpos')),
+          [],
+        );
+      } finally {
+        await sql.end();
+      }
+    });
+  });
+});
 
 /**
  * The store as it was before the search migration: no folded names, no search indexes, and none of

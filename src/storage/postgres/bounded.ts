@@ -1,5 +1,5 @@
 import { answerWithin } from '../../deadline.js';
-import type { Storage, StoreReport } from '../types.js';
+import type { StoreReport } from '../types.js';
 import { DatabaseUnavailable, databaseReason, databaseTimedOut, isStorageUnavailable } from '../unavailable.js';
 
 /**
@@ -49,17 +49,27 @@ export class Reachability {
 }
 
 /**
- * The store, each call answered within `timeoutMs` whatever the database does: a call that has no
- * answer by then fails with DatabaseUnavailable (a 503), and so does one made before `ready` (the
- * database has not answered since the start, or its migrations have not run). The call itself is
- * not taken back: a write that commits after its caller was told 503 is an outcome the caller does
- * not know, which an identical retry replays (a create, a batch). Connections that stay silent are
- * dropped by the pool's sockets (answer-watch.ts); this bounds the wait for one, too.
+ * The bounds on the store's calls (index.ts wraps each method in one): a call is answered within
+ * `timeoutMs` whatever the database does, and one that has no answer by then fails with
+ * DatabaseUnavailable (a 503), as does one made before `ready` (the database has not answered
+ * since the start, or its migrations have not run). The call itself is not taken back: a write
+ * that commits after its caller was told 503 is an outcome the caller does not know, which an
+ * identical retry replays (a create, a batch). Connections that stay silent are dropped by the
+ * pool's sockets (answer-watch.ts); this bounds the wait for one, too.
+ *
+ * Per call, not per request: the pruning, the feed's polling and /readyz call the store with no
+ * request behind them. A request's calls together are bounded by its deadline as well
+ * (http/request-deadline.ts), which it passes to the group commit.
  */
-export function bounded(
-  store: Storage,
-  { timeoutMs, ready, reachability }: { timeoutMs: number; ready: () => boolean; reachability: Reachability },
-): Storage {
+export function callBounds({
+  timeoutMs,
+  ready,
+  reachability,
+}: {
+  timeoutMs: number;
+  ready: () => boolean;
+  reachability: Reachability;
+}) {
   const notYet = () => new DatabaseUnavailable('the database has not answered since the server started; retry shortly');
 
   function within<T>(call: () => Promise<T>): Promise<T> {
@@ -77,33 +87,20 @@ export function bounded(
     });
   }
 
-  const calls = Object.fromEntries(
-    (Object.keys(store) as (keyof Storage)[])
-      .filter((key) => typeof store[key] === 'function' && !UNBOUNDED.has(key))
-      .map((key) => {
-        const method = store[key] as (...args: unknown[]) => Promise<unknown>;
-        return [key, (...args: unknown[]) => within(() => method.apply(store, args))];
-      }),
-  );
-  return {
-    ...store,
-    ...calls,
-    timeoutMs,
-    async *streamPlants(account, listing) {
-      const pages = store.streamPlants(account, listing)[Symbol.asyncIterator]();
-      try {
-        for (;;) {
-          const page = await within(() => pages.next());
-          if (page.done) return;
-          yield page.value;
-        }
-      } finally {
-        // A stream left early (or timed out) gives its cursor's connection back.
-        void pages.return?.().catch(() => {});
+  /** A stream of pages, each bounded as a call is. */
+  async function* pages<T>(stream: AsyncIterable<T>): AsyncIterable<T> {
+    const iterator = stream[Symbol.asyncIterator]();
+    try {
+      for (;;) {
+        const page = await within(() => iterator.next());
+        if (page.done) return;
+        yield page.value;
       }
-    },
-  };
-}
+    } finally {
+      // A stream left early (or timed out) gives its cursor's connection back.
+      void iterator.return?.().catch(() => {});
+    }
+  }
 
-/** The methods not bounded here: they do not reach the database, or (streamPlants) are bounded page by page above. */
-const UNBOUNDED = new Set<keyof Storage>(['plantsVersion', 'close', 'streamPlants']);
+  return { within, pages };
+}

@@ -2,7 +2,7 @@ import type { FeedEvent, FeedStorage } from '../types/feed.js';
 import type { Sql } from './connection.js';
 import { PRUNE_CHUNK_ROWS } from '../chunks.js';
 
-export function postgresEvents(sql: Sql): FeedStorage {
+export function postgresEvents(sql: Sql) {
   return {
     async feedKey() {
       const [row] = await sql<{ key: string }[]>`SELECT key FROM feed_key WHERE id = 1`;
@@ -43,5 +43,5 @@ export function postgresEvents(sql: Sql): FeedStorage {
         if (count < PRUNE_CHUNK_ROWS) return removed;
       }
     },
-  };
+  } satisfies FeedStorage;
 }

@@ -1,19 +1,24 @@
 import { lateReport } from '../late-report.js';
 import type { Storage } from '../types.js';
 import { databaseReason, isStorageUnavailable } from '../unavailable.js';
-import { bounded, Reachability } from './bounded.js';
+import { callBounds, Reachability } from './bounded.js';
 import { DEFAULT_POOL_MAX, connect } from './connection.js';
 import { postgresEvents } from './events.js';
 import { migrate } from './migrations.js';
-import { postgresPlants, type FeedOptions } from './plants.js';
+import { applyChanges } from './plant-writes.js';
+import { postgresPlants } from './plants.js';
 import { postgresTokens } from './tokens.js';
-import { postgresWebhooks } from './webhooks.js';
+import { postgresDeliveries } from './webhook-deliveries.js';
+import { postgresEndpoints } from './webhook-endpoints.js';
 
 export interface PostgresOptions {
   poolMax?: number | undefined;
   /** Set when `url` is a transaction-pooling PgBouncer: see openPostgres. */
   directUrl?: string | undefined;
-  feed?: FeedOptions;
+  feed?: {
+    /** False (`--event-retention 0`): no change-feed events are written. */
+    feed: boolean;
+  };
   /** `--database-timeout`: the longest any call waits for the database (bounded.ts). */
   timeoutMs?: number;
   /**
@@ -103,31 +108,70 @@ export async function openPostgres(
     pending.catch(() => sql.end({ timeout: 0 }));
   }
 
-  const store: Storage = {
+  const { within, pages } = callBounds({ timeoutMs, ready: () => pending === null, reachability });
+  const plants = postgresPlants(sql);
+  const tokens = postgresTokens(sql);
+  const endpoints = postgresEndpoints(sql);
+  const deliveries = postgresDeliveries(sql);
+  // Each method is its concern's SQL (plant-writes.ts, plants.ts, events.ts, tokens.ts, webhook-*.ts),
+  // bounded (bounded.ts).
+  return {
     engine: 'postgres',
     deliverySource: { engine: 'postgres', url, pooled: directUrl !== undefined, timeoutMs },
+    timeoutMs,
     // A commit waits on the server's WAL flush and on round trips to a database that may be busy:
     // a second transaction written meanwhile keeps the connection pool and the server working.
     commitsAtOnce: COMMITS_AT_ONCE,
-    ...postgresPlants(sql, feed),
-    ...events,
-    // The key never changes: read once, at start (above).
-    feedKey: async () => feedKey!,
+
+    applyChanges: (changes) => within(() => applyChanges(sql, changes, feed.feed)),
+    getPlant: (account, id) => within(() => plants.getPlant(account, id)),
+    listPlants: (account, listing, limit) => within(() => plants.listPlants(account, listing, limit)),
+    countPlants: (account, filter) => within(() => plants.countPlants(account, filter)),
+    streamPlants: (account, listing) => pages(plants.streamPlants(account, listing)),
+    plantsVersion: () => plants.plantsVersion(),
     // The feed numbers each account's events in the transaction of its changes (outbox.ts), so the
     // account's last number moves with its plants, whichever instance commits. Without the feed, none.
-    ...(feed.feed && { accountVersions: (accounts: string[]) => events.feedHeads(accounts) }),
-    ...postgresTokens(sql),
-    ...postgresWebhooks(sql),
-    async ping() {
-      await sql`SELECT 1`;
-    },
-    async close() {
-      // In-flight queries get a few seconds to finish before connections are cut.
-      await sql.end({ timeout: 5 });
-    },
-  };
-  return {
-    ...bounded(store, { timeoutMs, ready: () => pending === null, reachability }),
+    ...(feed.feed && { accountVersions: (accounts: string[]) => within(() => events.feedHeads(accounts)) }),
+
+    // The key never changes: read once, at start (above).
+    feedKey: () => within(async () => feedKey!),
+    feedHead: (account) => within(() => events.feedHead(account)),
+    feedHeads: (accounts) => within(() => events.feedHeads(accounts)),
+    feedEvents: (account, afterSeq, limit) => within(() => events.feedEvents(account, afterSeq, limit)),
+    pruneEvents: (before) => within(() => events.pruneEvents(before)),
+
+    createToken: (token) => within(() => tokens.createToken(token)),
+    findTokenByHash: (secretHash) => within(() => tokens.findTokenByHash(secretHash)),
+    listTokens: (account) => within(() => tokens.listTokens(account)),
+    revokeToken: (id, at) => within(() => tokens.revokeToken(id, at)),
+    createFirstToken: (token) => within(() => tokens.createFirstToken(token)),
+    tokensVersion: () => within(() => tokens.tokensVersion()),
+
+    createEndpoint: (endpoint, maxPerAccount) => within(() => endpoints.createEndpoint(endpoint, maxPerAccount)),
+    listEndpoints: (account) => within(() => endpoints.listEndpoints(account)),
+    getEndpoint: (account, id) => within(() => endpoints.getEndpoint(account, id)),
+    updateEndpoint: (account, id, changes, reason) =>
+      within(() => endpoints.updateEndpoint(account, id, changes, reason)),
+    deleteEndpoint: (account, id) => within(() => endpoints.deleteEndpoint(account, id)),
+    rotateSecret: (account, id, secret, previousUntil) =>
+      within(() => endpoints.rotateSecret(account, id, secret, previousUntil)),
+    listDeliveries: (account, endpointId, limit) => within(() => endpoints.listDeliveries(account, endpointId, limit)),
+    requeueFailed: (account, endpointId, since, until, now) =>
+      within(() => endpoints.requeueFailed(account, endpointId, since, until, now)),
+    claimDeliveries: (owner, now, leaseUntil, limit, share) =>
+      within(() => deliveries.claimDeliveries(owner, now, leaseUntil, limit, share)),
+    recordAttempts: (owner, results) => within(() => deliveries.recordAttempts(owner, results)),
+    disableEndpoint: (account, endpointId, reason) =>
+      within(() => deliveries.disableEndpoint(account, endpointId, reason)),
+    pruneDeliveries: (before) => within(() => deliveries.pruneDeliveries(before)),
+    deliveryBacklog: () => within(() => deliveries.deliveryBacklog()),
+
+    ping: () =>
+      within(async () => {
+        await sql`SELECT 1`;
+      }),
+    // In-flight queries get a few seconds to finish before connections are cut.
+    close: () => sql.end({ timeout: 5 }),
     reportTo: (to) => report.reportTo(to),
     unreachableSeconds: () => reachability.unreachableSeconds(),
     untilReady: () => pending,

@@ -10,89 +10,105 @@ import {
   type PlantListing,
   type PlantOrder,
 } from '../plant-query.js';
+import type { PlantRecord } from '../types/plants.js';
 import type { Sql } from './connection.js';
 
-/**
- * A search is planned with its own text, not as a prepared statement: a generic plan cannot know
- * whether the text is rare (read the trigram index) or common (walk the order's index and test each
- * row), and the one it picks for all texts was the slow one for rare texts. postgres.js sends a
- * query with `prepare` false as an unnamed statement, which PostgreSQL plans with its values.
- */
-function plannedWithItsValues<T extends object>(query: T): T {
-  // Not in postgres.js's types, but what `sql.unsafe(..., { prepare: false })` sets.
-  (query as T & { options: { prepare?: boolean } }).options.prepare = false;
-  return query;
-}
+/** What a listing reads of each plant (plant-fields.ts). */
+const COLUMNS = PLANT_COLUMNS.join(', ');
 
 /** `LIKE` with these three escaped is a plain substring test. */
 const likeEscaped = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
+/** A statement's parameters as its text names them: `param` adds one and answers its placeholder. */
+class Params {
+  readonly values: unknown[] = [];
+
+  param(value: unknown): string {
+    return `$${this.values.push(value)}`;
+  }
+}
+
 /**
- * The pieces of a listing's SQL. Names are compared under the "C" collation, whose order is that
- * of UTF-8 bytes, which is code point order, whatever the database's default collation; the
- * `plants_by_name` index is built under the same collation, so it serves the order.
+ * The listing's statements, written as text and parameters and sent with `sql.unsafe`, the
+ * driver's way of choosing per statement whether it is prepared. A search is not: a generic plan
+ * cannot know whether the text is rare (read the trigram index) or common (walk the order's index
+ * and test each row), and the one it picks for all texts was the slow one for rare texts. Sent
+ * unprepared, a statement is PostgreSQL's unnamed one, planned with its values. Every other listing
+ * is prepared, as the pool's statements are (none through PgBouncer: connection.ts).
+ *
+ * Names are compared under the "C" collation, whose order is that of UTF-8 bytes, which is code
+ * point order, whatever the database's default collation; the `plants_by_name` index is built
+ * under the same collation, so it serves the order.
  */
 export function postgresListing(sql: Sql) {
   /** Each filter's conditions, each beginning with AND. One entry per key of `PlantFilter`: a filter missing here does not compile. */
-  const FILTER_SQL: { [K in PlantFilterKey]-?: (value: NonNullable<PlantFilter[K]>) => ReturnType<Sql> } = {
-    tags: (tags) => sql`AND tag = ANY (${sql.array(tags)}::text[])`,
-    text(text) {
+  const FILTER_SQL: { [K in PlantFilterKey]-?: (value: NonNullable<PlantFilter[K]>, p: Params) => string } = {
+    tags: (tags, p) => `AND tag = ANY (${p.param(sql.array(tags))}::text[])`,
+    text(text, p) {
       const folded = foldCase(text);
       // LIKE lets the planner use the pg_trgm index (for 3+ characters); strpos states the exact test.
-      return sql`AND name_folded LIKE ${`%${likeEscaped(folded)}%`} ESCAPE '\\' AND strpos(name_folded, ${folded}) > 0`;
+      return `AND name_folded LIKE ${p.param(`%${likeEscaped(folded)}%`)} ESCAPE '\\' AND strpos(name_folded, ${p.param(folded)}) > 0`;
     },
   };
 
-  function where(account: string, filter: PlantFilter) {
+  function where(account: string, filter: PlantFilter, p: Params): string {
     return PLANT_FILTER_KEYS.reduce(
       (conditions, key) =>
-        isSet(filter, key) ? sql`${conditions} ${FILTER_SQL[key](filter[key] as never)}` : conditions,
-      sql`account = ${account}`,
+        isSet(filter, key) ? `${conditions} ${FILTER_SQL[key](filter[key] as never, p)}` : conditions,
+      `account = ${p.param(account)}`,
     );
   }
 
-  /** A search is planned with its own text (see plannedWithItsValues). */
-  const planned = <T extends object>(filter: PlantFilter, query: T) =>
-    isSet(filter, 'text') ? plannedWithItsValues(query) : query;
-
-  function after(listing: PlantListing) {
+  function after(listing: PlantListing, p: Params): string {
     const { after: position, order } = listing;
-    if (position === null) return sql``;
+    if (position === null) return '';
     const { byName, descending } = ORDERS[order];
-    const beyond = sql.unsafe(descending ? '<' : '>');
+    const beyond = descending ? '<' : '>';
     return byName
-      ? sql`AND (name COLLATE "C", id) ${beyond} (${position.name}::text COLLATE "C", ${position.id}::int8)`
-      : sql`AND id ${beyond} ${position.id}`;
+      ? `AND (name COLLATE "C", id) ${beyond} (${p.param(position.name)}::text COLLATE "C", ${p.param(position.id)}::int8)`
+      : `AND id ${beyond} ${p.param(position.id)}`;
   }
 
-  function orderBy(order: PlantOrder) {
+  function orderBy(order: PlantOrder): string {
     const { byName, descending } = ORDERS[order];
     const columns = byName ? ['name COLLATE "C"', 'id'] : ['id'];
-    return sql.unsafe(`ORDER BY ${columns.map((column) => (descending ? `${column} DESC` : column)).join(', ')}`);
+    return `ORDER BY ${columns.map((column) => (descending ? `${column} DESC` : column)).join(', ')}`;
   }
+
+  /** The statement, prepared unless it searches (see above). */
+  const sent = <T extends object[]>(filter: PlantFilter, text: string, p: Params) =>
+    sql.unsafe<T>(text, p.values as never[], { prepare: !isSet(filter, 'text') });
 
   return {
     /** The listing's query; `limit` null for every row. */
     select(account: string, listing: PlantListing, limit: number | null) {
-      const bound = limit === null ? sql`` : sql`LIMIT ${limit}`;
+      const p = new Params();
+      const bound = (limit: number | null) => (limit === null ? '' : `LIMIT ${p.param(limit)}`);
       const { filter, order } = listing;
       if (onlyFilter(filter, 'tags') && !ORDERS[order].byName) {
         // One arm per tag, each in id order from plants_by_tag, merged (Merge Append): `tag = ANY`
         // cannot give the id order from the index, and the planner walked the account instead.
         const arms = [...new Set(filter.tags!)].map(
-          (tag) => sql`(SELECT ${sql(PLANT_COLUMNS)} FROM plants WHERE account = ${account} AND tag = ${tag}
-                        ${after(listing)} ${orderBy(order)} ${bound})`,
+          (tag) => `(SELECT ${COLUMNS} FROM plants WHERE account = ${p.param(account)} AND tag = ${p.param(tag)}
+                     ${after(listing, p)} ${orderBy(order)} ${bound(limit)})`,
         );
-        const union = arms.reduce((all, arm) => sql`${all} UNION ALL ${arm}`);
-        return sql`SELECT ${sql(PLANT_COLUMNS)} FROM (${union}) AS arms ${orderBy(order)} ${bound}`;
+        return sent<PlantRecord[]>(
+          filter,
+          `SELECT ${COLUMNS} FROM (${arms.join(' UNION ALL ')}) AS arms ${orderBy(order)} ${bound(limit)}`,
+          p,
+        );
       }
-      const query = sql`SELECT ${sql(PLANT_COLUMNS)} FROM plants WHERE ${where(account, filter)} ${after(listing)}
-                 ${orderBy(order)} ${bound}`;
-      return planned(filter, query);
+      const text = `SELECT ${COLUMNS} FROM plants WHERE ${where(account, filter, p)} ${after(listing, p)}
+                    ${orderBy(order)} ${bound(limit)}`;
+      return sent<PlantRecord[]>(filter, text, p);
     },
     count(account: string, filter: PlantFilter) {
-      const query = sql<[{ count: bigint }]>`SELECT count(*) AS count FROM plants WHERE ${where(account, filter)}`;
-      return planned(filter, query);
+      const p = new Params();
+      return sent<[{ count: bigint }]>(
+        filter,
+        `SELECT count(*) AS count FROM plants WHERE ${where(account, filter, p)}`,
+        p,
+      );
     },
   };
 }

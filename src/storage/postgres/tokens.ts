@@ -10,7 +10,7 @@ const FIRST_TOKEN_LOCK = 0x706c616e742d6674n;
 type Row = TokenRow<Date, string[]>;
 const toToken = (row: Row) => tokenOf(row, POSTGRES_VALUES);
 
-export function postgresTokens(sql: Sql): TokenStorage {
+export function postgresTokens(sql: Sql) {
   const insertToken = (tx: Sql | Tx, token: NewToken) =>
     tx`INSERT INTO api_tokens (id, account, secret_hash, scopes, created_at, expires_at)
        VALUES (${token.id}, ${token.account}, ${token.secretHash}, ${tx.array(token.scopes)}::text[],
@@ -52,5 +52,5 @@ export function postgresTokens(sql: Sql): TokenStorage {
       const [{ n }] = await sql<[{ n: string }]>`SELECT n::text AS n FROM token_changes`;
       return n;
     },
-  };
+  } satisfies TokenStorage;
 }

@@ -12,7 +12,7 @@ export async function failPending(tx: Sql | Tx, account: string, endpointId: str
 }
 
 /** The deliverer's side: the claim is the one statement that spans accounts, as a queue's consumer must. */
-export function postgresDeliveries(sql: Sql): DeliveryStorage {
+export function postgresDeliveries(sql: Sql) {
   return {
     async claimDeliveries(owner, now, leaseUntil, limit, share) {
       // SKIP LOCKED: processes claiming at once take disjoint rows instead of queueing on each
@@ -126,5 +126,5 @@ export function postgresDeliveries(sql: Sql): DeliveryStorage {
         SELECT count(*)::int AS pending, min(created_at) AS oldest FROM webhook_deliveries WHERE state = 'pending'`;
       return { pending: row.pending, oldestCreatedAt: row.oldest };
     },
-  };
+  } satisfies DeliveryStorage;
 }

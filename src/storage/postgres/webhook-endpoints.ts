@@ -17,12 +17,7 @@ type Row = EndpointRow<Date, string[], boolean>;
 const toEndpoint = (row: Row) => endpointOf(row, POSTGRES_VALUES);
 
 /** The endpoints and the deliveries listing: every statement names the account. */
-export function postgresEndpoints(
-  sql: Sql,
-): Omit<
-  WebhookStorage,
-  'claimDeliveries' | 'recordAttempts' | 'disableEndpoint' | 'pruneDeliveries' | 'deliveryBacklog'
-> {
+export function postgresEndpoints(sql: Sql) {
   return {
     async createEndpoint(endpoint, maxPerAccount) {
       return sql.begin(async (tx) => {
@@ -98,5 +93,8 @@ export function postgresEndpoints(
           AND created_at >= ${since} ${until === null ? sql`` : sql`AND created_at < ${until}`}`;
       return result.count;
     },
-  };
+  } satisfies Omit<
+    WebhookStorage,
+    'claimDeliveries' | 'recordAttempts' | 'disableEndpoint' | 'pruneDeliveries' | 'deliveryBacklog'
+  >;
 }

@@ -15,7 +15,7 @@ export function openConnection(path: string, options?: Database.Options): Databa
 }
 
 /**
- * The delivery thread's connection (sqlite/webhooks.ts says why it has one): its commits are not
+ * The delivery thread's connection (sqlite/webhook-deliveries.ts says why it has one): its commits are not
  * synced one by one, and the journal is already a WAL (the main connection made it one).
  */
 export function openDeliveriesConnection(path: string): Database.Database {

@@ -47,7 +47,7 @@ export function feedQueues(db: Database.Database, enabled: boolean): () => Event
 }
 
 /** The feed as readers and retention see it, on the main connection. */
-export function sqliteEvents(db: Database.Database): FeedStorage {
+export function sqliteEvents(db: Database.Database) {
   const head = db
     .prepare('SELECT last_seq, pruned_through FROM account_events WHERE account = ?')
     .safeIntegers(true)
@@ -106,7 +106,7 @@ export function sqliteEvents(db: Database.Database): FeedStorage {
         if (count < PRUNE_CHUNK_ROWS) return removed;
       }
     },
-  };
+  } satisfies FeedStorage;
 }
 
 /** A transaction's changes as its event queues take them. */

@@ -10,7 +10,8 @@ import { plantWriter, type WriteTransaction } from './plant-writer.js';
 import { sqlitePlants } from './plants.js';
 import { OwnTicks, plantsVersion } from './plants-clock.js';
 import { sqliteTokens } from './tokens.js';
-import { sqliteWebhooks } from './webhooks.js';
+import { sqliteDeliveries } from './webhook-deliveries.js';
+import { sqliteEndpoints } from './webhook-endpoints.js';
 import { threadWriter, type Writer } from './writer-thread.js';
 
 export function sqlitePath(url: string): string {
@@ -42,14 +43,53 @@ export function openSqlite(url: string, { feed, writer: where }: SqliteOptions):
       ? threadWriter(path, feed, own, report)
       : inline(plantWriter(db, feed, own), diskProbe(db));
 
+  const plants = sqlitePlants(db);
+  const events = sqliteEvents(db);
+  const tokens = sqliteTokens(db);
+  const endpoints = sqliteEndpoints(db);
+  const deliveries = sqliteDeliveries(db);
+  // Each method is its concern's SQL (plants.ts and plant-writes.ts, events.ts, tokens.ts, webhook-*.ts).
   return {
     engine: 'sqlite',
     // A `:memory:` store is one connection, which no other thread can reach.
     deliverySource: path === ':memory:' ? null : { engine: 'sqlite', path },
-    ...sqlitePlants(db, (changes) => disk.write(() => writer.apply(changes)), plantsVersion(db, own)),
-    ...sqliteEvents(db),
-    ...sqliteTokens(db),
-    ...sqliteWebhooks(db),
+
+    applyChanges: (changes) => disk.write(() => writer.apply(changes)),
+    getPlant: (account, id) => plants.getPlant(account, id),
+    listPlants: (account, listing, limit) => plants.listPlants(account, listing, limit),
+    countPlants: (account, filter) => plants.countPlants(account, filter),
+    streamPlants: (account, listing) => plants.streamPlants(account, listing),
+    plantsVersion: plantsVersion(db, own),
+
+    feedKey: () => events.feedKey(),
+    feedHead: (account) => events.feedHead(account),
+    feedHeads: (accounts) => events.feedHeads(accounts),
+    feedEvents: (account, afterSeq, limit) => events.feedEvents(account, afterSeq, limit),
+    pruneEvents: (before) => events.pruneEvents(before),
+
+    createToken: (token) => tokens.createToken(token),
+    findTokenByHash: (secretHash) => tokens.findTokenByHash(secretHash),
+    listTokens: (account) => tokens.listTokens(account),
+    revokeToken: (id, at) => tokens.revokeToken(id, at),
+    createFirstToken: (token) => tokens.createFirstToken(token),
+    tokensVersion: () => tokens.tokensVersion(),
+
+    createEndpoint: (endpoint, maxPerAccount) => endpoints.createEndpoint(endpoint, maxPerAccount),
+    listEndpoints: (account) => endpoints.listEndpoints(account),
+    getEndpoint: (account, id) => endpoints.getEndpoint(account, id),
+    updateEndpoint: (account, id, changes, reason) => endpoints.updateEndpoint(account, id, changes, reason),
+    deleteEndpoint: (account, id) => endpoints.deleteEndpoint(account, id),
+    rotateSecret: (account, id, secret, previousUntil) => endpoints.rotateSecret(account, id, secret, previousUntil),
+    listDeliveries: (account, endpointId, limit) => endpoints.listDeliveries(account, endpointId, limit),
+    requeueFailed: (account, endpointId, since, until, now) =>
+      endpoints.requeueFailed(account, endpointId, since, until, now),
+    claimDeliveries: (owner, now, leaseUntil, limit, share) =>
+      deliveries.claimDeliveries(owner, now, leaseUntil, limit, share),
+    recordAttempts: (owner, results) => deliveries.recordAttempts(owner, results),
+    disableEndpoint: (account, endpointId, reason) => deliveries.disableEndpoint(account, endpointId, reason),
+    pruneDeliveries: (before) => deliveries.pruneDeliveries(before),
+    deliveryBacklog: () => deliveries.deliveryBacklog(),
+
     // Reads answer while the disk is full; readiness says whether writes do too.
     async ping() {
       ping.get();

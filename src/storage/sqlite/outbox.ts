@@ -27,7 +27,7 @@ interface Subscriber {
  * The transactional outbox of the embedded store. The events of a transaction are written in it,
  * so they commit (durably) with the changes they report, or not at all; for each enabled endpoint
  * subscribed to an event's type, one row per transaction holds them all (`webhook_outbox`,
- * migration 4), which the deliverer unpacks into delivery rows off the request path (webhooks.ts).
+ * migration 4), which the deliverer unpacks into delivery rows off the request path (webhook-deliveries.ts).
  *
  * Call the returned function at the start of each write transaction: in a store without any
  * enabled endpoint (most stores) it answers a queue that does nothing, so that such a store spends

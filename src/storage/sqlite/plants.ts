@@ -6,23 +6,16 @@ import { sqlitePlantListing } from './plant-listing.js';
 import { STREAM_CHUNK_ROWS } from '../chunks.js';
 
 /**
- * The plants of the embedded store: reads on the main connection `db`; writes through
- * `applyChanges`, on this thread or the writer thread's (index.ts chooses); `plantsVersion` as
- * plants-clock.ts keeps it.
+ * The plants' reads, on the main connection `db`; their writes are plant-writes.ts's, on this
+ * thread or the writer thread's (index.ts chooses).
  */
-export function sqlitePlants(
-  db: Database.Database,
-  applyChanges: PlantStorage['applyChanges'],
-  plantsVersion: () => number | null,
-): PlantStorage {
+export function sqlitePlants(db: Database.Database) {
   const selectOne = db
     .prepare(`SELECT ${STORED_PLANT_COLUMNS.join(', ')} FROM plants WHERE account = ? AND id = ?`)
     .safeIntegers(true);
   const listing = sqlitePlantListing(db);
 
   return {
-    applyChanges,
-    plantsVersion,
     async getPlant(account, id) {
       return (selectOne.get(account, id) as StoredPlant | undefined) ?? null;
     },
@@ -43,5 +36,5 @@ export function sqlitePlants(
         chunkListing = { ...chunkListing, after: { id: last.id, name: last.name } };
       }
     },
-  };
+  } satisfies Omit<PlantStorage, 'applyChanges' | 'plantsVersion'>;
 }

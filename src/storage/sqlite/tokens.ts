@@ -7,7 +7,7 @@ import type { NewToken, TokenStorage } from '../types/tokens.js';
 const toToken = (row: TokenRow<number, string>) => tokenOf(row, SQLITE_VALUES);
 const COLUMNS = TOKEN_COLUMNS.join(', ');
 
-export function sqliteTokens(db: Database.Database): TokenStorage {
+export function sqliteTokens(db: Database.Database) {
   const insertToken = db.prepare(
     'INSERT INTO api_tokens (id, account, secret_hash, scopes, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
   );
@@ -54,5 +54,5 @@ export function sqliteTokens(db: Database.Database): TokenStorage {
     async tokensVersion() {
       return String(changes.get());
     },
-  };
+  } satisfies TokenStorage;
 }

@@ -7,8 +7,18 @@ import { SQLITE_VALUES } from '../row-values.js';
 import { failPending } from './fail-pending.js';
 import { PRUNE_CHUNK_ROWS } from '../chunks.js';
 
-/** The deliverer's side, through `deliveries`: the delivery thread's own connection, or the store's (see webhooks.ts). */
-export function sqliteDeliveries(deliveries: Database.Database): DeliveryStorage {
+/**
+ * Times are epoch milliseconds; `events` is space-separated with a space at each end (see the
+ * outbox). Endpoints are written through the store's connection (synced at each commit, as plants
+ * are), and so is the deliverer's side of a `:memory:` store, whose deliverer runs on the event
+ * loop. A file's deliverer claims and records from its thread, through a connection of its own
+ * that does not sync each commit (storage/open-delivery-store.ts): a result lost in a power cut
+ * only means that event is sent again (at least once), and no request waits for a sync made for the
+ * deliverer. The deliverer's side of a file store also answers /metrics' backlog, on the store's.
+ *
+ * Here the deliverer's side, through `deliveries`: the delivery thread's own connection, or the store's.
+ */
+export function sqliteDeliveries(deliveries: Database.Database) {
   const outboxThere = outboxRows(deliveries);
   // The deliverer's statements, on its own connection.
   const leaseFree = '(d.lease_until IS NULL OR d.lease_until < @now)';
@@ -141,5 +151,5 @@ export function sqliteDeliveries(deliveries: Database.Database): DeliveryStorage
         oldestCreatedAt: oldest.length === 0 ? null : new Date(Math.min(...oldest)),
       };
     },
-  };
+  } satisfies DeliveryStorage;
 }

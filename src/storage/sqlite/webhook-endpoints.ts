@@ -22,13 +22,8 @@ const toEndpoint = (row: Row) => endpointOf(row, SQLITE_VALUES);
 const newestFirst = (a: DeliveryRow<number>, b: DeliveryRow<number>) =>
   b.created_at - a.created_at || (a.event_id < b.event_id ? 1 : a.event_id > b.event_id ? -1 : 0);
 
-/** The endpoints and the deliveries listing, through `db` (see webhooks.ts). */
-export function sqliteEndpoints(
-  db: Database.Database,
-): Omit<
-  WebhookStorage,
-  'claimDeliveries' | 'recordAttempts' | 'disableEndpoint' | 'pruneDeliveries' | 'deliveryBacklog'
-> {
+/** The endpoints and the deliveries listing, through `db` (see webhook-deliveries.ts). */
+export function sqliteEndpoints(db: Database.Database) {
   const outboxHere = outboxRows(db);
   const countEndpoints = db.prepare('SELECT count(*) FROM webhook_endpoints WHERE account = ?').pluck();
   const insertEndpoint = db.prepare(
@@ -133,5 +128,8 @@ export function sqliteEndpoints(
       const end = until === null ? Number.MAX_SAFE_INTEGER : until.getTime();
       return requeue.run({ account, endpointId, since: since.getTime(), until: end, now: now.getTime() }).changes;
     },
-  };
+  } satisfies Omit<
+    WebhookStorage,
+    'claimDeliveries' | 'recordAttempts' | 'disableEndpoint' | 'pruneDeliveries' | 'deliveryBacklog'
+  >;
 }
