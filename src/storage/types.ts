@@ -39,7 +39,7 @@ export interface Storage extends PlantStorage, TokenStorage, WebhookStorage, Fee
 /** The dependencies `plant_store_dependency_errors_total` counts, one label value each. */
 export type Dependency = 'postgres' | 'redis' | 'disk';
 
-/** The log and the failure counter, as a store sees them (ops/store-report.ts makes one). */
+/** The log and the failure counter, as a store sees them (storeReport in telemetry/metrics.ts makes one). */
 export interface StoreReport {
   log(level: 'error' | 'warn' | 'info', fields: Record<string, unknown>, message: string): void;
   /** One failed call to a dependency: `plant_store_dependency_errors_total{dependency}`. */
