@@ -1,8 +1,8 @@
 /**
  * `npm run bench:ab -- get|post|by-id|mixed ROUNDS CLI...`: several builds of the service (each a copy of
  * `dist/`, given by its cli.js) under the bench's GET, POST, GET /plants/{id} or many-accounts mixed load, taking turns round after round,
- * each on a fresh copy of the same SQLite store; prints req/s, p99, CPU per request (and of it in the kernel) and
- * durable commits of every run, and their medians. For deciding whether a change is faster on a shared machine, where one run of
+ * each on a fresh copy of the same SQLite store; prints req/s, p99, CPU per request (and of it in the kernel),
+ * durable commits and the page cache's hit rate of every run, and their medians. For deciding whether a change is faster on a shared machine, where one run of
  * each proves nothing. AB_SEC (seconds per run, default 5), AB_WARM (warm-up, WARMUP_SEC of rounds.ts), AB_ENV (JSON
  * environment for the servers).
  */
@@ -28,6 +28,8 @@ const seconds = Number(process.env.AB_SEC ?? 5);
 const warmup = Number(process.env.AB_WARM ?? WARMUP_SEC);
 /** Durable commits made during a run: how many writes each commit carried. */
 const COMMITS = 'plant_store_storage_commits_total';
+/** Pages of GET /plants asked of the page cache, by result: the mixed load's hit rate (BENCHMARKS.md). */
+const LOOKUPS = 'plant_store_page_cache_lookups_total';
 const env = JSON.parse(process.env.AB_ENV ?? '{}') as Record<string, string>;
 
 pinSelf();
@@ -61,15 +63,20 @@ try {
       });
       if (warmup > 0) await load(generator, spec(warmup), scratch);
       const commitsBefore = await metric(proc.url, COMMITS);
+      const hitsBefore = await metric(proc.url, LOOKUPS, 'result="hit"');
+      const lookupsBefore = await metric(proc.url, LOOKUPS);
       const cpu = cpuMeter(proc.pid);
       const result = await load(generator, spec(seconds), scratch);
       const { cpuUs, kernelUs } = cpu(result.requests);
       const commits = (await metric(proc.url, COMMITS)) - commitsBefore;
+      const hits = (await metric(proc.url, LOOKUPS, 'result="hit"')) - hitsBefore;
+      const lookups = (await metric(proc.url, LOOKUPS)) - lookupsBefore;
       await proc.stop();
       runs.get(cli)!.push({ rps: result.rps, cpuUs, kernelUs, p99Ms: result.p99Ms });
       process.stdout.write(
         `${cli}: ${Math.round(result.rps)} req/s, p99 ${result.p99Ms.toFixed(2)} ms, ${cpuUs.toFixed(1)} us of CPU ` +
-          `per request (kernel ${kernelUs.toFixed(1)}), ${commits} commits\n`,
+          `per request (kernel ${kernelUs.toFixed(1)}), ${commits} commits` +
+          (lookups > 0 ? `, page cache hit rate ${((100 * hits) / lookups).toFixed(1)} %\n` : '\n'),
       );
     }
   }

@@ -19,7 +19,7 @@
  * (`<dump>.perf-map`); the table, and the service's instructions by part of the process and by
  * JavaScript function (instruction-steps.ts), are printed and written to
  * bench/results/instructions-<time>.md; the counts also to its .json, which the next `npm run bench`
- * shows in BENCHMARKS.md beside its timings (report-round-four.ts).
+ * shows in BENCHMARKS.md beside its timings (report-vs-peers.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';

@@ -37,7 +37,7 @@ export interface Results {
   sizes: Required<Sizes>;
   scenarios: Record<string, ScenarioResult>;
   listing?: ListingFigures;
-  /** The newest `npm run bench:instructions` when the bench ran (report-round-four.ts). */
+  /** The newest `npm run bench:instructions` when the bench ran (report-vs-peers.ts). */
   instructions?: InstructionCounts;
 }
 

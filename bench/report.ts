@@ -3,8 +3,8 @@ import type { ScenarioResult } from './rounds.js';
 import { SYNC_DELAY_MS } from './scenarios/slow-disk.js';
 import type { ListingFigures } from './scenarios/listing.js';
 import { FIGURES } from './report-figures.js';
-import { roundFourSection } from './report-round-four.js';
-import { roundThreeSection } from './report-round-three.js';
+import { ceilingSection } from './report-vs-ceiling.js';
+import { peersSection } from './report-vs-peers.js';
 import {
   atLeast,
   atMost,
@@ -151,8 +151,8 @@ Express servers with the same SQL and the same token check as the service (bench
 
 ${targetTable(targets(r))}
 
-${roundFourSection(r)}
-${roundThreeSection(r)}
+${ceilingSection(r)}
+${peersSection(r)}
 ${sections.join('\n')}
 ## Every run
 

@@ -10,7 +10,7 @@ export const TARGETS = {
   /** Webhooks (issues 12, 22): POST with an answering endpoint against none; p99 with a hanging one against none. */
   webhookThroughputRatio: 0.95,
   webhookHangingP99Ratio: 1.2,
-  /** The third round (issue 22), against the ceiling of the same round unless named otherwise. */
+  /** Against the ceiling of the same round (report-vs-ceiling.ts), and PostgreSQL against its peer. */
   writesVsCeiling: 0.75,
   writesP99VsCeiling: 1.5,
   slowDiskP99VsCeiling: 4,
@@ -20,11 +20,12 @@ export const TARGETS = {
   /** The by-id target is for an account this large; a shorter run seeds a smaller one (scenarios/by-id.ts). */
   byIdMinPlants: 500_000,
   postgresVsPeer: 2,
-  /** The fourth round (issue 33): writes against the plain Fastify peer's in the same rounds. */
+  /** Writes against the plain Fastify peer's in the same rounds (report-vs-peers.ts). */
   writesVsPeer: 1.5,
   writesP99VsPeer: 1,
   /** Plants a second through batches of 1,000 against single creates. */
   batchVsSingle: 10,
+  /** GET against the ceiling: the headline's throughputRatio, raised (report-vs-ceiling.ts). */
   getVsCeiling: 0.75,
 };
 

@@ -3,7 +3,7 @@ import { threadModule } from '../../thread-module.js';
 import type { StoreReport } from '../types.js';
 import type { ChangeOutcome, PlantChange } from '../types/plants.js';
 import type { OwnTicks } from './plants-clock.js';
-import { receivedOutcomes, type WriterData, type WriterReply, type WriterRequest } from './writer-messages.js';
+import type { WriterData, WriterReply, WriterRequest } from './writer-messages.js';
 
 /** Where the store's write transactions run (index.ts chooses: this thread, or a writer thread). */
 export interface Writer {
@@ -17,7 +17,6 @@ export interface Writer {
 }
 
 interface Pending {
-  changes: PlantChange[];
   resolve: (outcomes: ChangeOutcome[]) => void;
   reject: (error: Error) => void;
 }
@@ -79,7 +78,7 @@ export function threadWriter(path: string, feed: boolean, own: OwnTicks, report:
     thread.on('message', (reply: WriterReply) => {
       const entry = settle(reply.id);
       if (entry === undefined) return;
-      if ('outcomes' in reply) return entry.resolve(receivedOutcomes(entry.changes, reply.outcomes));
+      if ('outcomes' in reply) return entry.resolve(reply.outcomes);
       // With SQLite's code, so that a busy store or a full disk is still a 503 (storage/unavailable.ts).
       const error = new Error(reply.error.message);
       if (reply.error.code !== undefined) Object.assign(error, { code: reply.error.code });
@@ -112,8 +111,7 @@ export function threadWriter(path: string, feed: boolean, own: OwnTicks, report:
     const id = nextId++;
     if (pending.size === 0) worker.ref();
     worker.postMessage({ id, ...request } satisfies WriterRequest);
-    const changes = 'changes' in request ? request.changes : [];
-    return new Promise((resolve, reject) => pending.set(id, { changes, resolve, reject }));
+    return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
   }
 
   start();

@@ -3,7 +3,7 @@ import { openConnection } from './connection.js';
 import { diskProbe } from './disk-watch.js';
 import { plantWriter } from './plant-writer.js';
 import { OwnTicks } from './plants-clock.js';
-import { outcomesToSend, type WriterData, type WriterReply, type WriterRequest } from './writer-messages.js';
+import type { WriterData, WriterReply, WriterRequest } from './writer-messages.js';
 
 /**
  * The writer thread's body (writer-thread.ts says why there is one): its own connection, opened as
@@ -28,7 +28,7 @@ port.on('message', (request: WriterRequest) => {
     if ('probe' in request) probe();
     reply = {
       id: request.id,
-      outcomes: 'changes' in request ? outcomesToSend(request.changes, write(request.changes)) : [],
+      outcomes: 'changes' in request ? write(request.changes) : [],
     };
   } catch (error) {
     const { message, code } = error as { message?: unknown; code?: unknown };

@@ -1,6 +1,7 @@
 /**
- * BENCHMARKS.md's table of the fourth performance round's targets (issue 33), each taken from this
- * run's figures, with the newest instruction counts (`npm run bench:instructions`) beside them:
+ * BENCHMARKS.md's targets against the plain peers of the same rounds (writes against plain Fastify,
+ * PostgreSQL against Fastify + postgres.js) and of batches against single creates, each taken from
+ * this run's figures, with the newest instruction counts (`npm run bench:instructions`) beside them:
  * where a target is not met, the counts say how far the service's CPU is from it, and
  * bench/analysis.md (hand-written) says what stands in the way.
  */
@@ -17,7 +18,7 @@ import {
   type Results,
   type TargetRow,
 } from './report-format.js';
-import { TARGETS, ratio, server, summarize } from './stats.js';
+import { TARGETS, ratio, server } from './stats.js';
 
 const GET = 'GET /plants?limit=10';
 const POST = 'POST /plants';
@@ -32,7 +33,7 @@ function against(s: ScenarioResult | undefined, a: string, b: string) {
 
 const plantsPerSecond = (run: Run) => (run.extra?.created ?? 0) / run.durationSec;
 
-function roundFourRows(r: Results): TargetRow[] {
+function peerRows(r: Results): TargetRow[] {
   const rows: TargetRow[] = [];
   const t = TARGETS;
   const writes: Array<[string, ScenarioResult | undefined, string, string]> = [
@@ -58,34 +59,24 @@ function roundFourRows(r: Results): TargetRow[] {
         'x',
       ),
     );
-  const get = r.scenarios.get && server(r.scenarios.get, 'service');
-  if (get)
-    rows.push(
-      atLeast(
-        "GET /plants?limit=10: req/s / ceiling's",
-        summarize(r.scenarios.get!, get).vsCeiling!.rps,
-        t.getVsCeiling,
-      ),
-    );
-  const mixed = r.scenarios.mixed && server(r.scenarios.mixed, 'service');
-  if (mixed) {
-    const vs = summarize(r.scenarios.mixed!, mixed).vsCeiling!;
-    rows.push(atLeast("Mixed, 1,000 accounts: req/s / ceiling's", vs.rps, t.mixedVsCeiling));
-    rows.push(atMost("Mixed, 1,000 accounts: p99 / ceiling's", vs.p99, t.mixedP99VsCeiling));
+  for (const [key, label] of [
+    ['pg-get', 'PostgreSQL GET'],
+    ['pg-post', 'PostgreSQL POST'],
+  ] as const) {
+    const pg = against(r.scenarios[key], 'service', 'fastify-pg');
+    if (pg) rows.push(atLeast(`${label}: req/s / Fastify + postgres.js's`, pg.rps, t.postgresVsPeer, 'x'));
   }
-  const pg = against(r.scenarios['pg-post'], 'service', 'fastify-pg');
-  if (pg) rows.push(atLeast("PostgreSQL POST: req/s / Fastify + postgres.js's", pg.rps, t.postgresVsPeer, 'x'));
   return rows;
 }
 
-/** The counts as a table, and the create's CPU against the peer's that target 1 asks for. */
+/** The counts as a table, and the create's CPU against the peer's that the first write target asks for. */
 function instructionsPart(c: InstructionCounts): string {
   const n = c.withoutCompiler;
   const row = (kind: string, label: string) =>
     `| ${label} | ${f0(n[kind]![GET]!)} | ${f2(n[kind]![GET]! / n.ceiling![GET]!)} | ${f0(n[kind]![POST]!)} | ` +
     `${f2(n[kind]![POST]! / n.ceiling![POST]!)} | ${f2(n[kind]![POST]! / n.fastify![POST]!)} |`;
   const createVsPeer = n.service![POST]! / n.fastify![POST]!;
-  return `Instructions per request, counted by callgrind (item 5: they do not move with the host), from
+  return `Instructions per request, counted by callgrind (they do not move with the host), from
 \`${c.file}\` (\`npm run bench:instructions -- ${c.requests} ${c.warmup}\`, ${c.at.slice(0, 16).replace('T', ' ')} UTC, code
 ${c.commit}), every thread of the server, without V8's optimising compiler:
 
@@ -123,10 +114,10 @@ at work after the warm-up, the collector) move from run to run.`;
 }
 
 /** The section, or nothing when the run had none of these scenarios and no counts. */
-export function roundFourSection(r: Results): string {
-  const rows = roundFourRows(r);
+export function peersSection(r: Results): string {
+  const rows = peerRows(r);
   if (rows.length === 0 && !r.instructions) return '';
-  return `## The fourth round's targets (issue 33)
+  return `## Against the plain peers and single creates, with instructions per request
 
 Taken from the same runs as the sections below, each against the server named in the same rounds;
 where a target is not met, [bench/analysis.md](bench/analysis.md) says what stands in the way, from
