@@ -74,7 +74,7 @@ async function plantStorePlugin(app: FastifyInstance, { config, storage, tracing
   await app.register(bearer, {
     apiToken: apiTokenVerifier(storage),
     // jose is loaded only when JWTs are on (most stores use API tokens alone): importing it is a
-    // visible part of what a start spends loading modules (bench/analysis.md).
+    // visible part of what a start spends loading modules (bench/analysis.md, "what each optimisation is worth").
     jwt: jwtIsOn(config) ? (await import('./auth/jwt.js')).jwtVerifier(config) : undefined,
     failureLimit: config.authFailureLimit,
   });

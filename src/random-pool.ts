@@ -3,7 +3,7 @@ import { randomFillSync } from 'node:crypto';
 /**
  * Random bytes for revisions and event ids, from a pool refilled 4 KiB at a time: one call into
  * the system's generator for hundreds of creates instead of two per create (those calls were a
- * visible part of a create's CPU time: bench/analysis.md). The bytes are as random as `randomBytes`' and never handed out twice.
+ * visible part of a create's CPU time: bench/analysis.md, "what each optimisation is worth"). The bytes are as random as `randomBytes`' and never handed out twice.
  */
 const pool = Buffer.allocUnsafe(4096);
 let used = pool.length;

@@ -15,7 +15,7 @@ const ANNOTATIONS = ['description', 'examples', 'example', 'headers'];
  * each response of each route on its own, and most of them are the same `Error` body under another
  * description; the distinct bodies are few. Compiling each once per compiler Fastify asks for (it
  * asks again for the root context's routes) takes most of a start's compiling off every start (of
- * a server, and of each `--workers` process; figures in bench/analysis.md). A serializer is a pure
+ * a server, and of each `--workers` process; bench/analysis.md, "what each optimisation is worth"). A serializer is a pure
  * function of its value, so routes can share one.
  */
 export const sharedSerializers: SerializerFactory = (externalSchemas, serializerOpts) => {

@@ -3,8 +3,8 @@
  * wait, fulfilled once the poll phase that received their requests is over (`setImmediate`), the
  * same window as group commit's (storage/group-commit.ts). Each stays exact for the same reason:
  * what is read is read after each request arrived and before it is answered, so it sees every
- * change acknowledged before the request was sent, as a read per request would. Figures in
- * bench/analysis.md.
+ * change acknowledged before the request was sent, as a read per request would. Measured in
+ * bench/analysis.md, "what each optimisation is worth".
  */
 
 let pending: Promise<void> | null = null;

@@ -49,8 +49,8 @@ const fields = ({ name, help, type, aggregator }: Collector) => ({ name, help, t
 
 /**
  * A histogram observed on every request. prom-client's own `observe(labels, value)` validates and
- * hashes the label object on each call, a cost paid on every request (figures in
- * bench/analysis.md); here a label combination is looked up once and kept as a series, and prom-client only
+ * hashes the label object on each call, a cost paid on every request (bench/analysis.md, "what each optimisation is worth");
+ * here a label combination is looked up once and kept as a series, and prom-client only
  * renders the figures at scrape time, through its collector interface.
  */
 export class Histogram {

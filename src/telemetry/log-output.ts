@@ -12,7 +12,7 @@ const MAX_BYTES_PER_UNIT = 3;
  * once, and the buffer is written with one system call when the next line might not fit, every
  * 100 ms, and on exit (`flush`): one write per block instead of one per line. pino's sonic-boom did
  * the same with smaller blocks, but measured the whole pending block in bytes at every line and
- * encoded it again to write it: costs paid on every request (bench/analysis.md has the figures).
+ * encoded it again to write it: costs paid on every request (bench/analysis.md, "what each optimisation is worth").
  * Only a SIGKILL loses lines: at most the last FLUSH_EVERY_MS.
  */
 export class LogOutput {

@@ -48,7 +48,7 @@ type Bindings = Record<string, unknown>;
 
 /**
  * `request.log`, made only when something logs through it. Fastify gives every request a pino child
- * (its bindings serialized at once, a cost on every request: bench/analysis.md), but most requests
+ * (its bindings serialized at once, a cost on every request: bench/analysis.md, "what each optimisation is worth"), but most requests
  * log nothing through it: their one line is written by the onResponse hook below. Fastify's
  * `childLoggerFactory` option; the child is the one Fastify would have made.
  */
@@ -129,7 +129,7 @@ const json = (text: string) => (NEEDS_ESCAPE.test(text) ? JSON.stringify(text) :
  * The request line, in the JSON pino writes (`level`, `time`, `pid`, `hostname`, `reqId`, then
  * the fields, then `msg`), built as one string: pino's generic serializer (a loop over the keys,
  * escaping each value, then the buffer's length bookkeeping) was a large part of a GET's time
- * (bench/analysis.md). Strings
+ * (bench/analysis.md, "what each optimisation is worth"). Strings
  * are escaped as JSON when they need it, except the method, which Node's parser keeps to the
  * letters of a known method; `account` is left out when there is none, as pino does.
  */
