@@ -68,7 +68,9 @@ for (const engine of ENGINES.filter((e) => e.name !== 'pgbouncer')) {
   describe(
     `a slow and a never-answering endpoint do not lower another endpoint's rate by more than 10 % (${engine.name})`,
     {
-      skip: engine.skip,
+      // A rate against a rate: beside other test files (npm test runs three at once) the fast
+      // endpoint's rate swung from 900 to 2,800 a second between adjacent rounds. test:long runs it alone.
+      skip: engine.skip || (!LONG && 'a timed comparison, run alone: LONG=1 (npm run test:long) runs it'),
     },
     () => {
       const s = realServer(engine, ['--webhook-allow-private']);
