@@ -35,7 +35,7 @@ import { WebhookService } from './webhooks/service.js';
 export interface AppOptions {
   config: Config;
   storage: Storage;
-  /** Where the request lines go: the destination of the instance's own logger (server.ts). */
+  /** Where the request lines go: the destination of the instance's own logger (instance.ts). */
   destination: LogDestination;
   /** Present only when traces are on (telemetry/tracing.ts); absent, no tracing hook is added. */
   tracing?: Tracing;
@@ -43,7 +43,7 @@ export interface AppOptions {
 
 /**
  * The whole service as one plugin, registered on an instance made with the server's options
- * (server.ts). It is not encapsulated: its error handler, validator compiler, body parser and hooks
+ * (instance.ts). It is not encapsulated: its error handler, validator compiler, body parser and hooks
  * are the instance's own, so that 404s and 405s answer like every route.
  */
 async function plantStorePlugin(app: FastifyInstance, { config, storage, tracing, destination }: AppOptions) {
@@ -91,9 +91,9 @@ async function plantStorePlugin(app: FastifyInstance, { config, storage, tracing
   const hub =
     config.eventRetention > 0 ? new FeedHub(storage, cursors, { ...hubSettings(config), log: app.log }) : null;
   if (hub !== null) commits.listen(hub.poke.bind(hub));
-  const plantStore = commits.notifying(storage);
+  const notifyingStore = commits.notifying(storage);
   await app.register(plantRoutes, {
-    plants: new PlantService(plantStore, {
+    plants: new PlantService(notifyingStore, {
       groupCommit: config.groupCommit,
       pageCacheBytes: config.pageCacheBytes,
       tracing,

@@ -1,17 +1,15 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastify';
 import { parse } from 'lossless-json';
-import { HttpError, rawErrorResponse } from '../errors.js';
+import { HttpError } from '../errors.js';
 import { LIMITS } from '../limits.js';
-import { type ParserError, parserErrorMessage } from './parser-message.js';
-import { currentResponse } from './socket-response.js';
 
 /*
- * A request's intake, from the socket to a parsed body, before any route runs: the bytes Node's
- * parser refuses, the head (header count, Host), the body's coding and media type, and the body
- * itself (strict UTF-8, lossless JSON, each number exact). Each refusal is the `Error` body.
+ * A request's intake, from a parsed head to a parsed body, before any route runs: the head (header
+ * count, Host), the body's coding and media type, and the body itself (strict UTF-8, lossless
+ * JSON, each number exact). Each refusal is the `Error` body. What Node's parser refuses before a
+ * request exists is parser-refusals.ts's.
  */
 
 /**
@@ -26,57 +24,10 @@ export function noteEarlyAnswer(request: FastifyRequest, _reply: FastifyReply, d
   done();
 }
 
-/** Sockets whose refusal waits for the answer of a request read before the bad bytes. */
-const refusalQueued = new WeakSet<Socket>();
-
-/**
- * Whether the parser's error is about a request that has had its answer (or whose answer has
- * begun): one whose bytes are still arriving, so the bad bytes are part of it. A second answer
- * would be garbage to the client. The parser reads requests in order, so once the in-flight
- * request is complete, the bad bytes are the next request's, which is owed its own answer.
- */
-function aboutAnsweredRequest(socket: Socket, inFlight: ServerResponse | null): boolean {
-  if (inFlight !== null && !inFlight.req.complete) return inFlight.headersSent;
+/** Whether the socket's last request was answered before its body had fully arrived, and its body is still coming. */
+export function answeredWhileBodyArrives(socket: Socket): boolean {
   const early = answeredEarly.get(socket);
   return early !== undefined && !early.complete;
-}
-
-/** Requests the HTTP parser rejects never reach Fastify; they still get the `Error` body. */
-export function clientErrorHandler(error: ParserError, socket: Socket) {
-  const inFlight = currentResponse(socket);
-  if (error.code === 'ECONNRESET' || !socket.writable || aboutAnsweredRequest(socket, inFlight)) {
-    return socket.destroy();
-  }
-  const [status, message] =
-    error.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'request headers are too large']
-      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, 'request took too long to arrive']
-        : [400, parserErrorMessage(error)];
-  if (inFlight?.req.complete && !inFlight.writableFinished) {
-    // A valid request read before the bad bytes is being answered (its answer may have begun):
-    // it is answered first, and the refusal follows it, in the order the client sent them.
-    if (refusalQueued.has(socket)) return;
-    refusalQueued.add(socket);
-    inFlight.once('finish', () => {
-      if (socket.writable) socket.end(rawErrorResponse(status, message));
-    });
-    return;
-  }
-  socket.end(rawErrorResponse(status, message));
-}
-
-/**
- * An `Expect` other than 100-continue: Node answers 417 with an empty body unless someone listens
- * for it. The request is not processed, as RFC 9110 allows; the answer is the `Error` body.
- */
-export function refuseExpectation(_request: IncomingMessage, response: ServerResponse) {
-  response.socket?.end(rawErrorResponse(417, 'the Expect header is not supported (only 100-continue is)'));
-}
-
-/** CONNECT asks for a tunnel. Node drops the socket when nobody listens for it; answer instead. */
-export function refuseConnect(_request: IncomingMessage, socket: Duplex) {
-  socket.end(rawErrorResponse(400, 'CONNECT is not supported: this server is not a proxy'));
 }
 
 /**

@@ -28,6 +28,7 @@ const FLOORS: readonly string[][] = [
   ['plants', 'webhooks', 'feed'],
   ['contract'],
   ['app'],
+  ['instance'],
   ['server'],
   ['cli'],
 ];

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
-import { buildServer } from '../../src/server.js';
+import { buildServer } from '../../src/instance.js';
 import { issueToken } from '../../src/auth/api-tokens.js';
 import { FeedCursors } from '../../src/feed/cursor.js';
 import { openStorage } from '../../src/storage/open.js';

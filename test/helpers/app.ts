@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { buildServer } from '../../src/server.js';
+import { buildServer } from '../../src/instance.js';
 import { issueToken } from '../../src/auth/api-tokens.js';
 import type { Scope } from '../../src/auth/scopes.js';
 import { DEFAULTS, type Config } from '../../src/config.js';

@@ -1,4 +1,6 @@
 import postgres from 'postgres';
+import type { lateReport } from '../late-report.js';
+import { databaseReason, isStorageUnavailable } from '../unavailable.js';
 import { watchedSocket } from './answer-watch.js';
 
 /** As --pg-pool-max's default; connections open on demand, so the token CLI uses one or two. */
@@ -68,3 +70,68 @@ export function connect(
 export type Sql = ReturnType<typeof connect>;
 /** A connection inside `sql.begin`. */
 export type Tx = postgres.TransactionSql<{ bigint: bigint }>;
+
+// Reaching the database at start (index.ts): a URL that cannot be parsed, a database that does
+// not exist, and one that does not answer yet.
+
+/** Waits between tries of a database that does not answer at start: 0.5 s doubling to 10 s. */
+const START_RETRY_MS = { first: 500, max: 10_000 };
+
+/** A URL postgres.js could not take apart is refused before anything is tried. */
+export function assertParses(url: string): void {
+  try {
+    new URL(url);
+  } catch {
+    throw new DatabaseUrlInvalid(`the database URL cannot be parsed: ${url.replace(/\/\/[^@/]*@/, '//***@')}`);
+  }
+}
+
+class DatabaseUrlInvalid extends Error {
+  readonly code = 'DATABASE_URL_INVALID';
+}
+
+/** PostgreSQL's code for a database that does not exist. */
+const NO_SUCH_DATABASE = '3D000';
+
+/**
+ * A database that does not exist, said with how to create it: the server creates the tables, not
+ * the database (docs/postgres.md). Any other error as it is.
+ */
+export function withCreateHint(error: unknown, url: string): unknown {
+  if ((error as { code?: string }).code !== NO_SUCH_DATABASE) return error;
+  const name = decodeURIComponent(new URL(url).pathname.slice(1));
+  return new DatabaseMissing(
+    `${(error as Error).message}: create it first, with createdb ${JSON.stringify(name)} ` +
+      `(the client tools, as a user who may create databases) or CREATE DATABASE "${name}"; in psql`,
+    { cause: error },
+  );
+}
+
+class DatabaseMissing extends Error {
+  readonly code = NO_SUCH_DATABASE;
+}
+
+/** Tries `prepare` until it succeeds (resolves) or fails for good (rejects), each transient failure one warn line. */
+export async function untilPrepared(
+  prepare: () => Promise<void>,
+  first: unknown,
+  report: ReturnType<typeof lateReport>,
+) {
+  let delay = START_RETRY_MS.first;
+  let error = first;
+  for (;;) {
+    report.log(
+      'warn',
+      { reason: databaseReason(error), retryInMs: delay },
+      'database: not reachable at start; serving 503 until it answers',
+    );
+    await new Promise((resolve) => setTimeout(resolve, delay).unref());
+    delay = Math.min(delay * 2, START_RETRY_MS.max);
+    try {
+      return await prepare();
+    } catch (next) {
+      if (!isStorageUnavailable(next)) throw next;
+      error = next;
+    }
+  }
+}

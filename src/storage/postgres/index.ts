@@ -1,8 +1,8 @@
 import { lateReport } from '../late-report.js';
 import type { Storage } from '../types.js';
-import { databaseReason, isStorageUnavailable } from '../unavailable.js';
+import { isStorageUnavailable } from '../unavailable.js';
 import { callBounds, Reachability } from './bounded.js';
-import { DEFAULT_POOL_MAX, connect } from './connection.js';
+import { DEFAULT_POOL_MAX, assertParses, connect, untilPrepared, withCreateHint } from './connection.js';
 import { postgresEvents } from './events.js';
 import { migrate } from './migrations.js';
 import { applyChanges } from './plant-writes.js';
@@ -46,9 +46,6 @@ async function migrateOver(url: string, timeoutMs: number): Promise<void> {
 
 /** Group commit's transactions in flight at once (bench/analysis.md has the figures). */
 const COMMITS_AT_ONCE = 2;
-
-/** Waits between tries of a database that does not answer at start: 0.5 s doubling to 10 s. */
-const START_RETRY_MS = { first: 500, max: 10_000 };
 
 /**
  * A pooled PostgreSQL store, its schema brought up to date before it serves. With a `directUrl`,
@@ -176,59 +173,4 @@ export async function openPostgres(
     unreachableSeconds: () => reachability.unreachableSeconds(),
     untilReady: () => pending,
   };
-}
-
-/** A URL postgres.js could not take apart is refused before anything is tried. */
-function assertParses(url: string): void {
-  try {
-    new URL(url);
-  } catch {
-    throw new DatabaseUrlInvalid(`the database URL cannot be parsed: ${url.replace(/\/\/[^@/]*@/, '//***@')}`);
-  }
-}
-
-class DatabaseUrlInvalid extends Error {
-  readonly code = 'DATABASE_URL_INVALID';
-}
-
-/** PostgreSQL's code for a database that does not exist. */
-const NO_SUCH_DATABASE = '3D000';
-
-/**
- * A database that does not exist, said with how to create it: the server creates the tables, not
- * the database (docs/postgres.md). Any other error as it is.
- */
-function withCreateHint(error: unknown, url: string): unknown {
-  if ((error as { code?: string }).code !== NO_SUCH_DATABASE) return error;
-  const name = decodeURIComponent(new URL(url).pathname.slice(1));
-  return new DatabaseMissing(
-    `${(error as Error).message}: create it first, with createdb ${JSON.stringify(name)} ` +
-      `(the client tools, as a user who may create databases) or CREATE DATABASE "${name}"; in psql`,
-    { cause: error },
-  );
-}
-
-class DatabaseMissing extends Error {
-  readonly code = NO_SUCH_DATABASE;
-}
-
-/** Tries `prepare` until it succeeds (resolves) or fails for good (rejects), each transient failure one warn line. */
-async function untilPrepared(prepare: () => Promise<void>, first: unknown, report: ReturnType<typeof lateReport>) {
-  let delay = START_RETRY_MS.first;
-  let error = first;
-  for (;;) {
-    report.log(
-      'warn',
-      { reason: databaseReason(error), retryInMs: delay },
-      'database: not reachable at start; serving 503 until it answers',
-    );
-    await new Promise((resolve) => setTimeout(resolve, delay).unref());
-    delay = Math.min(delay * 2, START_RETRY_MS.max);
-    try {
-      return await prepare();
-    } catch (next) {
-      if (!isStorageUnavailable(next)) throw next;
-      error = next;
-    }
-  }
 }

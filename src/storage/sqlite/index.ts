@@ -48,7 +48,7 @@ export function openSqlite(url: string, { feed, writer: where }: SqliteOptions):
   const tokens = sqliteTokens(db);
   const endpoints = sqliteEndpoints(db);
   const deliveries = sqliteDeliveries(db);
-  // Each method is its concern's SQL (plants.ts and plant-writes.ts, events.ts, tokens.ts, webhook-*.ts).
+  // Each method is its concern's SQL (plants.ts and plant-writer.ts, events.ts, tokens.ts, webhook-*.ts).
   return {
     engine: 'sqlite',
     // A `:memory:` store is one connection, which no other thread can reach.

@@ -6,7 +6,7 @@ import { sqlitePlantListing } from './plant-listing.js';
 import { STREAM_CHUNK_ROWS } from '../chunks.js';
 
 /**
- * The plants' reads, on the main connection `db`; their writes are plant-writes.ts's, on this
+ * The plants' reads, on the main connection `db`; their writes are plant-writer.ts's, on this
  * thread or the writer thread's (index.ts chooses).
  */
 export function sqlitePlants(db: Database.Database) {
