@@ -456,7 +456,7 @@ for (const { engine, options, label } of VARIANTS) {
       assert.deepEqual(await storage().listPlants('atomic', idOrder(null), 10), [plant(1n, 'before')]);
     });
 
-    describe('the outbox: one delivery row per subscribed, enabled endpoint, in the same transaction', () => {
+    describe('the outbox: each event queued for every subscribed, enabled endpoint, in the same transaction', () => {
       /** Endpoint rows written straight into the table, as the webhooks feature would. */
       async function addEndpoints(endpoints: { account: string; id: string; events: string[]; enabled: boolean }[]) {
         if (engine.name === 'sqlite') {
@@ -486,11 +486,9 @@ for (const { engine, options, label } of VARIANTS) {
 
       type Delivery = { endpoint: string; event: string; type: string; payload: string; state: string };
       async function deliveries(account: string): Promise<Delivery[]> {
-        const query = `SELECT endpoint_id AS endpoint, event_id AS event, event_type AS type, payload, state
-                       FROM webhook_deliveries WHERE account = $1 ORDER BY endpoint_id, event_id`;
+        // Both engines keep a transaction's events for an endpoint packed in one outbox row until
+        // the deliverer unpacks them: both count.
         if (engine.name === 'sqlite') {
-          // SQLite keeps a transaction's events for an endpoint packed in one outbox row until the
-          // deliverer unpacks them: both count.
           const withOutbox = `SELECT endpoint_id AS endpoint, event_id AS event, event_type AS type, payload, state
                               FROM webhook_deliveries WHERE account = ?
                               UNION ALL
@@ -504,6 +502,12 @@ for (const { engine, options, label } of VARIANTS) {
             db.close();
           }
         }
+        const query = `SELECT endpoint_id AS endpoint, event_id AS event, event_type AS type, payload, state
+                       FROM webhook_deliveries WHERE account = $1
+                       UNION ALL
+                       SELECT o.endpoint_id, e ->> 0, e ->> 1, e ->> 2, 'pending'
+                       FROM webhook_outbox o, json_array_elements(o.events) e WHERE o.account = $1
+                       ORDER BY endpoint, event`;
         const sql = postgres(store.url, { max: 1 });
         try {
           return [...(await sql.unsafe<Delivery[]>(query, [account]))];
@@ -664,6 +668,33 @@ for (const { engine, options, label } of VARIANTS) {
         assert.equal(new Set(claimed).size, claimed.length, 'each event claimed once');
       });
 
+      it(
+        'leaves nothing packed when a PostgreSQL process stops: a release before the packed outbox finds every event',
+        {
+          skip:
+            engine.name === 'sqlite' ? 'SQLite has had its packed outbox since before releases were numbered' : false,
+        },
+        async () => {
+          await addEndpoints([{ account: 'stopping', id: 'ep_s', events: ALL, enabled: true }]);
+          const stopping = await openStorage(store.url, options);
+          await stopping.applyChanges([{ ...create('stopping', plant(1n, 'one'), 0), eventId: 'evt_s1' }]);
+          const sql = postgres(store.url, { max: 1 });
+          try {
+            const packed = () => sql`SELECT event_count FROM webhook_outbox WHERE account = 'stopping'`;
+            assert.deepEqual([...(await packed())], [{ event_count: 1 }], 'written packed');
+            await stopping.close();
+            assert.deepEqual([...(await packed())], [], 'the outbox is empty once it stopped');
+            assert.deepEqual(
+              [...(await sql`SELECT event_id, state FROM webhook_deliveries WHERE account = 'stopping'`)],
+              [{ event_id: 'evt_s1', state: 'pending' }],
+              'the event is a pending delivery row, as releases before 1.2.0 read them',
+            );
+          } finally {
+            await sql.end();
+          }
+        },
+      );
+
       it("fails the endpoint's queued events when it is disabled, and drops them with it", async () => {
         await addEndpoints([
           { account: 'gone', id: 'ep_off', events: ALL, enabled: true },
@@ -689,9 +720,10 @@ for (const { engine, options, label } of VARIANTS) {
       // SQLite's fourth is its packed outbox (src/storage/sqlite/migrations.ts); then search, the
       // change feed, the search triggers dropped, the plants' clock, the search counter, the
       // outbox's heads, the disk probe, the tokens' version and the deliveries by endpoint and due time.
+      // PostgreSQL's eighth is its packed outbox.
       assert.deepEqual(
         await migrationsRecorded(engine, store.url),
-        engine.name === 'sqlite' ? [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13] : [1, 2, 3, 4, 5, 6, 7],
+        engine.name === 'sqlite' ? [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13] : [1, 2, 3, 4, 5, 6, 7, 8],
       );
     });
 

@@ -16,6 +16,7 @@ import {
 } from '../copy.js';
 import { connect } from './connection.js';
 import { migrate } from './migrations.js';
+import { postgresOutbox } from './outbox.js';
 
 /** A copy reads and writes one batch at a time: two connections are plenty. */
 const COPY_POOL_MAX = 2;
@@ -38,6 +39,8 @@ export async function postgresCopyStore(url: string): Promise<CopyStore> {
   const sql = connect(url, COPY_POOL_MAX);
   try {
     await migrate(sql);
+    // Pending deliveries are copied from webhook_deliveries: the events still packed in the outbox go there first.
+    await postgresOutbox(sql).unpackAll();
   } catch (error) {
     await sql.end({ timeout: 0 });
     throw error;

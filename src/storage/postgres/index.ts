@@ -7,6 +7,7 @@ import { postgresEvents } from './events.js';
 import { migrate } from './migrations.js';
 import { applyChanges } from './plant-writes.js';
 import { postgresPlants } from './plants.js';
+import { postgresOutbox } from './outbox.js';
 import { postgresTokens } from './tokens.js';
 import { postgresDeliveries } from './webhook-deliveries.js';
 import { postgresEndpoints } from './webhook-endpoints.js';
@@ -110,6 +111,7 @@ export async function openPostgres(
   const tokens = postgresTokens(sql);
   const endpoints = postgresEndpoints(sql);
   const deliveries = postgresDeliveries(sql);
+  const outbox = postgresOutbox(sql);
   // Each method is its concern's SQL (plant-writes.ts, plants.ts, events.ts, tokens.ts, webhook-*.ts),
   // bounded (bounded.ts).
   return {
@@ -167,8 +169,14 @@ export async function openPostgres(
       within(async () => {
         await sql`SELECT 1`;
       }),
-    // In-flight queries get a few seconds to finish before connections are cut.
-    close: () => sql.end({ timeout: 5 }),
+    async close() {
+      // A release before the packed outbox (1.2.0), rolled back to, looks for pending events in
+      // webhook_deliveries only: whatever this process leaves packed goes there as it stops. Not
+      // while the database is known to be out of reach: a stop then waits for no one.
+      if (reachability.unreachableSeconds() === 0) await within(() => outbox.unpackAll()).catch(() => {});
+      // In-flight queries get a few seconds to finish before connections are cut.
+      await sql.end({ timeout: 5 });
+    },
     reportTo: (to) => report.reportTo(to),
     unreachableSeconds: () => reachability.unreachableSeconds(),
     untilReady: () => pending,

@@ -7,7 +7,7 @@ import { searchMigration } from './search-migration.js';
  * edit.
  *
  * Every table is keyed by account first and every query of the request path names the account,
- * so `plants`, `webhook_endpoints` and `webhook_deliveries` can be distributed by `account`
+ * so `plants`, `webhook_endpoints`, `webhook_outbox` and `webhook_deliveries` can be distributed by `account`
  * (Citus, CockroachDB) without changing a statement; `api_tokens` is a reference table.
  */
 export const MIGRATIONS: Array<Migration<string | ((tx: Tx) => Promise<void>)>> = [
@@ -28,8 +28,8 @@ export const MIGRATIONS: Array<Migration<string | ((tx: Tx) => Promise<void>)>> 
      revoked_at timestamptz
    );
    CREATE INDEX api_tokens_by_account ON api_tokens (account);`),
-  // Plants by id (revisions for ETags) and webhooks: endpoints, and the outbox of deliveries
-  // written in the same transaction as the change they report.
+  // Plants by id (revisions for ETags) and webhooks: endpoints, and their deliveries (the outbox
+  // that the change's transaction writes is webhook_outbox, below).
   expand(`ALTER TABLE plants ADD COLUMN revision bigint NOT NULL DEFAULT 0;
    CREATE TABLE webhook_endpoints (
      account text NOT NULL,
@@ -108,6 +108,20 @@ export const MIGRATIONS: Array<Migration<string | ((tx: Tx) => Promise<void>)>> 
   // has room, so that the backlog of a full one (at its share) is never read past, whatever its size.
   expand(`CREATE INDEX webhook_deliveries_endpoint_due ON webhook_deliveries (account, endpoint_id, next_attempt_at)
      WHERE state = 'pending';`),
+  // The packed outbox, as SQLite's (its migration 4): a change's statement writes one row per
+  // commit and endpoint, holding the events as a JSON array of [event id, event type, payload],
+  // instead of a delivery row (and four index entries) per event; the deliverer unpacks them into
+  // webhook_deliveries as it is about to send them (outbox.ts). No index on created_at: only
+  // /metrics reads the oldest, and it reads event_count from every row anyway.
+  expand(`CREATE TABLE webhook_outbox (
+     account text NOT NULL,
+     endpoint_id text NOT NULL,
+     first_event_id text NOT NULL,
+     events json NOT NULL,
+     event_count integer NOT NULL,
+     created_at timestamptz NOT NULL,
+     PRIMARY KEY (account, endpoint_id, first_event_id)
+   );`),
 ];
 
 /** Advisory lock keys are database-wide: this one is ASCII "plant-mi", unlikely to clash with another program's. */

@@ -2,10 +2,12 @@ import type { DeliveryStorage } from '../types/webhooks.js';
 import { POSTGRES_VALUES } from '../row-values.js';
 import { toClaimed, type ClaimRow } from '../webhook-rows.js';
 import type { Sql, Tx } from './connection.js';
+import { postgresOutbox, roomCtes, unpackEndpoint } from './outbox.js';
 import { PRUNE_CHUNK_ROWS } from '../chunks.js';
 
-/** Fails the pending deliveries of an endpoint (disabled, or gone). */
+/** Fails the pending deliveries of an endpoint (disabled, or gone), those still in the outbox among them. */
 export async function failPending(tx: Sql | Tx, account: string, endpointId: string, reason: string) {
+  await unpackEndpoint(tx, account, endpointId);
   await tx`UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, last_error = ${reason},
              lease_owner = NULL, lease_until = NULL, updated_at = now()
            WHERE account = ${account} AND endpoint_id = ${endpointId} AND state = 'pending'`;
@@ -13,8 +15,11 @@ export async function failPending(tx: Sql | Tx, account: string, endpointId: str
 
 /** The deliverer's side: the claim is the one statement that spans accounts, as a queue's consumer must. */
 export function postgresDeliveries(sql: Sql) {
+  const outbox = postgresOutbox(sql);
   return {
     async claimDeliveries(owner, now, leaseUntil, limit, share) {
+      // What the endpoints with room are about to take comes out of the outbox first (outbox.ts).
+      await outbox.unpackFor(now, share, limit);
       // SKIP LOCKED: processes claiming at once take disjoint rows instead of queueing on each
       // other; a row another committed claim leased meanwhile is re-checked and left out. Rows of
       // an account or endpoint with no room left are not read; of the rows locked, each endpoint
@@ -22,21 +27,11 @@ export function postgresDeliveries(sql: Sql) {
       // The rows picked are updated at their place (ctid: the lock keeps them there for the
       // statement), and each result is written there too (LeasedKey): no index to choose, so no
       // plan that depends on the table's statistics, which a fresh backlog has none of.
-      const endpointAccounts = sql.array(share.endpoints.map((e) => e.account));
-      const endpointIds = sql.array(share.endpoints.map((e) => e.endpointId));
-      const endpointRooms = sql.array(share.endpoints.map((e) => e.room));
-      const accounts = sql.array(share.accounts.map((a) => a.account));
-      const accountRooms = sql.array(share.accounts.map((a) => a.room));
       // No claim takes more than `limit` of anything: rooms past it are `limit` (and fit an int).
       const perEndpoint = Math.min(share.perEndpoint, limit);
       const perAccount = Math.min(share.perAccount, limit);
       const rows = await sql<ClaimRow<Date>[]>`
-        WITH endpoint_room AS (
-          SELECT * FROM unnest(${endpointAccounts}::text[], ${endpointIds}::text[], ${endpointRooms}::int[])
-            AS r(account, endpoint_id, room)
-        ), account_room AS (
-          SELECT * FROM unnest(${accounts}::text[], ${accountRooms}::int[]) AS r(account, room)
-        ), heads AS (
+        WITH ${roomCtes(sql, share)}, heads AS (
           -- The due head of each enabled endpoint with room (webhook_deliveries_endpoint_due), oldest
           -- first: a full endpoint's backlog is never read, however long.
           SELECT e.account, e.id AS endpoint_id, coalesce(r.room, ${perEndpoint}) AS room, h.first_due
@@ -121,10 +116,6 @@ export function postgresDeliveries(sql: Sql) {
       }
     },
 
-    async deliveryBacklog() {
-      const [row] = await sql<[{ pending: number; oldest: Date | null }]>`
-        SELECT count(*)::int AS pending, min(created_at) AS oldest FROM webhook_deliveries WHERE state = 'pending'`;
-      return { pending: row.pending, oldestCreatedAt: row.oldest };
-    },
+    deliveryBacklog: () => outbox.backlog(),
   } satisfies DeliveryStorage;
 }

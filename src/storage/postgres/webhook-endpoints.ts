@@ -1,13 +1,8 @@
 import { POSTGRES_VALUES } from '../row-values.js';
 import type { WebhookStorage } from '../types/webhooks.js';
-import {
-  ENDPOINT_COLUMNS,
-  toDelivery,
-  toEndpoint as endpointOf,
-  type DeliveryRow,
-  type EndpointRow,
-} from '../webhook-rows.js';
+import { ENDPOINT_COLUMNS, toDelivery, toEndpoint as endpointOf, type EndpointRow } from '../webhook-rows.js';
 import type { Sql } from './connection.js';
+import { postgresOutbox } from './outbox.js';
 import { failPending } from './webhook-deliveries.js';
 
 /** Namespace of the per-account advisory lock that makes "at most N endpoints" atomic: ASCII "plaw". */
@@ -18,6 +13,7 @@ const toEndpoint = (row: Row) => endpointOf(row, POSTGRES_VALUES);
 
 /** The endpoints and the deliveries listing: every statement names the account. */
 export function postgresEndpoints(sql: Sql) {
+  const outbox = postgresOutbox(sql);
   return {
     async createEndpoint(endpoint, maxPerAccount) {
       return sql.begin(async (tx) => {
@@ -65,6 +61,7 @@ export function postgresEndpoints(sql: Sql) {
     async deleteEndpoint(account, id) {
       return sql.begin(async (tx) => {
         await tx`DELETE FROM webhook_deliveries WHERE account = ${account} AND endpoint_id = ${id}`;
+        await tx`DELETE FROM webhook_outbox WHERE account = ${account} AND endpoint_id = ${id}`;
         const removed = await tx`DELETE FROM webhook_endpoints WHERE account = ${account} AND id = ${id}`;
         return removed.count === 1;
       });
@@ -78,10 +75,7 @@ export function postgresEndpoints(sql: Sql) {
     },
 
     async listDeliveries(account, endpointId, limit) {
-      const rows = await sql<DeliveryRow<Date>[]>`
-        SELECT event_id, event_type, state, attempts, last_status, last_error, next_attempt_at, created_at
-        FROM webhook_deliveries WHERE account = ${account} AND endpoint_id = ${endpointId}
-        ORDER BY created_at DESC, event_id DESC LIMIT ${limit}`;
+      const rows = await outbox.newestDeliveries(account, endpointId, limit);
       return rows.map((row) => toDelivery(row, POSTGRES_VALUES.date));
     },
 
