@@ -64,7 +64,6 @@ export const FIGURES: Record<string, (s: ScenarioResult, r: Results) => string[]
     }
     return lines;
   },
-  'pg-webhooks': (s, r) => FIGURES.webhooks!(s, r),
   webhooks(s) {
     const none = server(s, 'no-webhook');
     const answering = server(s, 'webhook-answering');

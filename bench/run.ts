@@ -41,7 +41,7 @@ import { pgbouncerGet, pgbouncerPost } from './scenarios/pgbouncer.js';
 import { getPostgres, getSqlite, postPostgres, postSqlite } from './scenarios/requests.js';
 import { slowDisk } from './scenarios/slow-disk.js';
 import { webhookDeliveryPostgres, webhookDeliverySqlite } from './scenarios/webhook-delivery.js';
-import { pgWebhooks, webhooks } from './scenarios/webhooks.js';
+import { webhooks } from './scenarios/webhooks.js';
 import { workers } from './scenarios/workers.js';
 import { preparePostgres, prepareSqlite, type BenchStore, type Sizes } from './stores.js';
 
@@ -62,7 +62,6 @@ const SCENARIOS: Record<string, (ctx: Context) => Promise<ScenarioResult>> = {
   finding: findingSqlite,
   'pg-get': getPostgres,
   'pg-post': postPostgres,
-  'pg-webhooks': pgWebhooks,
   'pg-finding': findingPostgres,
   'pg-bouncer-get': pgbouncerGet,
   'pg-bouncer-post': pgbouncerPost,

@@ -1,6 +1,6 @@
 /**
- * What webhooks cost the API: durable POST /plants on SQLite (`webhooks`) or PostgreSQL
- * (`pg-webhooks`) by three services that differ only in their account's webhook endpoint: (a) none, (b) one subscribed endpoint answering 200 at once,
+ * What webhooks cost the API: durable POST /plants on SQLite by three services that differ only in
+ * their account's webhook endpoint: (a) none, (b) one subscribed endpoint answering 200 at once,
  * (c) one that never answers. The receivers run in the bench's own process on 127.0.0.1.
  */
 import http from 'node:http';
@@ -73,15 +73,8 @@ async function drain(proc: Proc) {
   }
 }
 
-export const webhooks = (ctx: Context) => webhooksOn(ctx, 'SQLite');
-export const pgWebhooks = (ctx: Context) => webhooksOn(ctx, 'PostgreSQL');
-
-async function webhooksOn(ctx: Context, engine: 'SQLite' | 'PostgreSQL'): Promise<ScenarioResult> {
-  const title =
-    engine === 'SQLite' ? 'POST /plants with a webhook endpoint' : 'POST /plants with a webhook endpoint (PostgreSQL)';
-  const store = engine === 'SQLite' ? ctx.sqlite : ctx.postgres;
-  if (store === null)
-    return { title, about: '', servers: [], skipped: `PostgreSQL could not be reached: ${ctx.postgresError}` };
+export async function webhooks(ctx: Context): Promise<ScenarioResult> {
+  const store = ctx.sqlite;
   const token = store.tokens.post;
   const load = (): Workload => ({ kind: 'post', token, idBase: nextIdBase() });
   const answering = await receiver(true);
@@ -105,7 +98,7 @@ async function webhooksOn(ctx: Context, engine: 'SQLite' | 'PostgreSQL'): Promis
     },
   });
   let rssAfterWarmup = NaN;
-  ctx.log(`\nPOST /plants with webhook endpoints (${engine}, durable; receivers on 127.0.0.1):`);
+  ctx.log(`\nPOST /plants with webhook endpoints (SQLite, durable; receivers on 127.0.0.1):`);
   try {
     const servers = await alternate(ctx, [
       contender(ctx, store, 'ceiling', load),
@@ -142,9 +135,9 @@ async function webhooksOn(ctx: Context, engine: 'SQLite' | 'PostgreSQL'): Promis
       ),
     ]);
     return {
-      title,
+      title: 'POST /plants with a webhook endpoint',
       about:
-        `Durable creates on ${engine} (as in its POST scenario) by three services that differ only in the webhook endpoint of ` +
+        'Durable creates (as in the POST scenario) by three services that differ only in the webhook endpoint of ' +
         'the account: (a) none, (b) one subscribed to `plant.created` that answers 200 at once, (c) one that ' +
         'never answers. The receivers run in the bench process on 127.0.0.1; the services run with ' +
         `\`--webhook-allow-private --webhook-timeout ${WEBHOOK_TIMEOUT} --webhook-concurrency ${WEBHOOK_CONCURRENCY}\`. ` +

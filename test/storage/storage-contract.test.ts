@@ -695,6 +695,30 @@ for (const { engine, options, label } of VARIANTS) {
         },
       );
 
+      it('claims again while earlier claims are in flight: an endpoint takes the room it has left', async () => {
+        await addEndpoints([{ account: 'busy', id: 'ep_busy', events: ALL, enabled: true }]);
+        for (const id of [1n, 2n, 3n, 4n, 5n, 6n])
+          await storage().applyChanges([{ ...create('busy', plant(id), 0), eventId: `evt_busy${id}` }]);
+        const claim = async (room: number) => {
+          const now = claimNow();
+          const share: ClaimShare = {
+            perAccount: 100,
+            perEndpoint: 2,
+            accounts: [],
+            endpoints: [{ account: 'busy', endpointId: 'ep_busy', room }],
+            window: claimWindow(100, 2),
+          };
+          const batch = await storage().claimDeliveries('owner', now, new Date(now.getTime() + 60_000), 100, share);
+          return batch.filter((d) => d.account === 'busy').map((d) => d.eventId);
+        };
+        const first = await claim(2);
+        assert.equal(first.length, 2, `the first claim takes the endpoint's room of 2, took ${first}`);
+        // Its pace grew to 4 while those 2 are in flight (leased, their results not yet written): room 2.
+        const second = await claim(2);
+        assert.equal(second.length, 2, `the second takes the 2 it has left beside those in flight, took ${second}`);
+        assert.equal(new Set([...first, ...second]).size, 4, 'four different events');
+      });
+
       it("fails the endpoint's queued events when it is disabled, and drops them with it", async () => {
         await addEndpoints([
           { account: 'gone', id: 'ep_off', events: ALL, enabled: true },

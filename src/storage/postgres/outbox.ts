@@ -120,7 +120,9 @@ export function postgresOutbox(sql: Sql) {
   return {
     /**
      * Before a claim: for each enabled endpoint with room (and its account with room), as many of
-     * its oldest rows as hold the events it may take and has not yet got as due deliveries. What
+     * its oldest rows as hold the events it may take and has not yet got as due deliveries that
+     * are free to claim (its room already leaves out those in flight, still pending until their
+     * results are written: counting them again held a busy endpoint to a few a second). What
      * is unpacked is about to be sent: the rest stays packed, so a backlog costs one row per
      * commit until its turn, and the deliveries table holds no more than the claims take.
      */
@@ -135,7 +137,8 @@ export function postgresOutbox(sql: Sql) {
                    SELECT count(*) FROM (
                      SELECT 1 FROM webhook_deliveries d
                      WHERE d.account = e.account AND d.endpoint_id = e.id AND d.state = 'pending'
-                       AND d.next_attempt_at <= ${now} LIMIT ${most}) due) AS want
+                       AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until < ${now})
+                     LIMIT ${most}) due) AS want
           FROM webhook_endpoints e LEFT JOIN endpoint_room r ON r.account = e.account AND r.endpoint_id = e.id
           WHERE e.enabled AND coalesce(r.room, ${perEndpoint}) > 0
             AND NOT EXISTS (SELECT 1 FROM account_room a WHERE a.room <= 0 AND a.account = e.account)

@@ -84,17 +84,31 @@ export function postgresDeliveries(sql: Sql) {
             return value === null ? null : value instanceof Date ? value.toISOString() : String(value);
           }) as string[],
         );
-      await sql`
-        UPDATE webhook_deliveries d SET state = r.state, attempts = d.attempts + 1, next_attempt_at = r.next,
-          last_status = r.status, last_error = r.error, lease_owner = NULL, lease_until = NULL, updated_at = now()
-        FROM unnest(${column((r) => r.key.row)}::tid[],
-                    ${column((r) => r.key.account)}::text[], ${column((r) => r.key.endpointId)}::text[],
-                    ${column((r) => r.key.eventId)}::text[], ${column((r) => r.record.state)}::text[],
-                    ${column((r) => r.record.nextAttemptAt)}::timestamptz[], ${column((r) => r.record.lastStatus)}::int[],
-                    ${column((r) => r.record.lastError)}::text[])
-             AS r(row_at, account, endpoint_id, event_id, state, next, status, error)
-        WHERE d.ctid = r.row_at AND d.account = r.account AND d.endpoint_id = r.endpoint_id
-          AND d.event_id = r.event_id AND d.lease_owner = ${owner}`;
+      // Planned for each batch, never from a cached generic plan (`prepare: false`, the driver's
+      // unnamed statement): one made while the table was nearly empty (a fresh store, or one whose
+      // events stay packed in the outbox until they are sent) joins by a scan of the whole table,
+      // and kept that plan once it had grown: each batch of results then took some 20 ms, and
+      // deliveries fell to half their rate (bench/analysis.md, "The PostgreSQL outbox packed").
+      await sql.unsafe(
+        `UPDATE webhook_deliveries d SET state = r.state, attempts = d.attempts + 1, next_attempt_at = r.next,
+           last_status = r.status, last_error = r.error, lease_owner = NULL, lease_until = NULL, updated_at = now()
+         FROM unnest($1::tid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::int[], $8::text[])
+              AS r(row_at, account, endpoint_id, event_id, state, next, status, error)
+         WHERE d.ctid = r.row_at AND d.account = r.account AND d.endpoint_id = r.endpoint_id
+           AND d.event_id = r.event_id AND d.lease_owner = $9`,
+        [
+          column((r) => r.key.row),
+          column((r) => r.key.account),
+          column((r) => r.key.endpointId),
+          column((r) => r.key.eventId),
+          column((r) => r.record.state),
+          column((r) => r.record.nextAttemptAt),
+          column((r) => r.record.lastStatus),
+          column((r) => r.record.lastError),
+          owner,
+        ] as never[],
+        { prepare: false },
+      );
     },
 
     async disableEndpoint(account, endpointId, reason) {
