@@ -222,7 +222,12 @@ async function webhookDelivery(ctx: Context, store: BenchStore | null, engineLab
     };
     endpoints.push([token, await subscribe(proc, token, answering.url)]);
     ctx.log(`  ${engineLabel}: ${n0(createRate.rps)} creates/s without an endpoint`);
-    notes.push(await paced(proc, token, createRate.rps / 2, '(2) creates at half that rate, one endpoint'));
+    // BENCH_PACED_RATE fixes (2)'s rate instead, to compare two builds at the same load.
+    const pacedRate = Number(process.env.BENCH_PACED_RATE ?? createRate.rps / 2);
+    const pacedLabel = process.env.BENCH_PACED_RATE
+      ? `(2) creates at ${n0(pacedRate)}/s`
+      : '(2) creates at half that rate';
+    notes.push(await paced(proc, token, pacedRate, `${pacedLabel}, one endpoint`));
     ctx.log(`  ${notes.at(-1)}`);
     notes.push(await backlog(proc, [token], BACKLOG_EVENTS, '(1, 4) a backlog to one endpoint answering at once'));
     ctx.log(`  ${notes.at(-1)}`);

@@ -181,7 +181,7 @@ async function undoSearchMigration(engine: string, url: string) {
   await sql.unsafe(`ALTER TABLE plants DROP COLUMN name_folded; DROP INDEX plants_by_tag; DROP INDEX plants_by_name;
                     DROP TABLE events; DROP TABLE account_events; DROP TABLE feed_key;
                     DROP TABLE token_changes; DROP FUNCTION count_token_change CASCADE;
-                    DROP INDEX webhook_deliveries_endpoint_due;
+                    DROP INDEX webhook_deliveries_endpoint_due; DROP TABLE webhook_outbox;
                     DELETE FROM schema_migrations WHERE version >= 4;`);
   await sql.end();
 }
