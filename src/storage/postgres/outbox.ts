@@ -119,12 +119,9 @@ export function roomCtes(sql: Sql, share: ClaimShare) {
 export function postgresOutbox(sql: Sql) {
   return {
     /**
-     * Before a claim: for each enabled endpoint with room (and its account with room), as many of
-     * its oldest rows as hold the events it may take and has not yet got as due deliveries that
-     * are free to claim (its room already leaves out those in flight, still pending until their
-     * results are written: counting them again held a busy endpoint to a few a second). What
-     * is unpacked is about to be sent: the rest stays packed, so a backlog costs one row per
-     * commit until its turn, and the deliveries table holds no more than the claims take.
+     * Before a claim: for each enabled endpoint (and account) with room, its oldest rows holding
+     * what that room lacks among its due deliveries free to claim (the room already leaves out
+     * those in flight). The rest stays packed: the deliveries table holds what the claims take.
      */
     async unpackFor(now: Date, share: ClaimShare, limit: number) {
       // No endpoint takes more than this in one claim (a room beyond the claim's `limit` is `limit`).
